@@ -1,0 +1,96 @@
+// File: gatedb/document.h
+//
+// Document owns one BSON document (a libbson bson_t); DocumentView borrows
+// one.  Extended JSON in (canonical or relaxed, by libbson's parser) and out
+// (relaxed by default, by libbson's writer).
+//
+// Thread safety: const methods may be called concurrently; mutation needs
+// external synchronization.
+//
+//   auto doc = gatedb::Document::FromJson(R"({"_id": "order_1", "qty": 2})");
+//   if (doc.ok()) std::cout << doc->ToJson() << "\n";
+#ifndef GATEDB_DOCUMENT_H_
+#define GATEDB_DOCUMENT_H_
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gatedb/status.h"
+
+namespace gatedb {
+
+enum class JsonMode {
+  kRelaxed,    // {"n": 1, "d": {"$date": "2024-01-01T00:00:00Z"}}
+  kCanonical,  // {"n": {"$numberInt": "1"}, ...}
+};
+
+// A borrowed, read-only document.  REQUIRES: the bson_t it points to outlives
+// the view and is not modified while the view is used.
+class DocumentView {
+ public:
+  DocumentView() = default;
+  explicit DocumentView(const bson_t* bson) : bson_(bson) {}
+
+  const bson_t* bson() const { return bson_; }
+  const uint8_t* data() const;
+  size_t size() const;
+  bool empty() const;
+  std::string ToJson(JsonMode mode = JsonMode::kRelaxed) const;
+
+ private:
+  const bson_t* bson_ = nullptr;
+};
+
+class Document {
+ public:
+  // An empty document, {}.
+  Document();
+  // Takes ownership of `bson`, which must come from bson_new() or a
+  // bson_new_from_*() call.
+  static Document Adopt(bson_t* bson);
+  // A copy of the bytes of `view`.
+  static Document Copy(const bson_t* bson);
+
+  // Parses Extended JSON (canonical or relaxed).  Errors: FailedToParse with
+  // the line and position, or a document that is not an object.
+  static StatusOr<Document> FromJson(std::string_view json);
+  // Copies and validates raw BSON bytes.  Errors: InvalidBSON.
+  static StatusOr<Document> FromBytes(const uint8_t* data, size_t len);
+
+  Document(Document&& other) noexcept : bson_(other.bson_) { other.bson_ = nullptr; }
+  Document& operator=(Document&& other) noexcept;
+  Document(const Document& other);
+  Document& operator=(const Document& other);
+  ~Document();
+
+  // Never null, except after Release() or in a moved-from Document.
+  const bson_t* bson() const { return bson_; }
+  bson_t* mutable_bson() { return bson_; }
+  DocumentView view() const { return DocumentView(bson_); }
+  const uint8_t* data() const { return view().data(); }
+  size_t size() const { return view().size(); }
+  bool empty() const { return view().empty(); }
+  std::string ToJson(JsonMode mode = JsonMode::kRelaxed) const { return view().ToJson(mode); }
+
+  // Releases ownership of the bson_t to the caller (free with bson_destroy).
+  bson_t* Release() {
+    bson_t* b = bson_;
+    bson_ = nullptr;
+    return b;
+  }
+
+ private:
+  explicit Document(bson_t* b) : bson_(b) {}
+  bson_t* bson_;  // owned; freed with bson_destroy
+};
+
+// True when both documents hold the same bytes.
+bool BinaryEqual(DocumentView a, DocumentView b);
+
+}  // namespace gatedb
+
+#endif  // GATEDB_DOCUMENT_H_

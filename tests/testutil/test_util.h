@@ -1,0 +1,63 @@
+// Test helpers shared by every gatedb test: status assertions, temporary
+// directories, and JSON shorthands.
+#ifndef GATEDB_TESTS_TESTUTIL_TEST_UTIL_H_
+#define GATEDB_TESTS_TESTUTIL_TEST_UTIL_H_
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gatedb/document.h"
+#include "gatedb/status.h"
+
+#define ASSERT_OK(expr)                                  \
+  do {                                                   \
+    const auto& _s = (expr);                             \
+    ASSERT_TRUE(::gatedb::test::StatusOf(_s).ok())       \
+        << ::gatedb::test::StatusOf(_s).ToString();      \
+  } while (0)
+#define EXPECT_OK(expr)                                  \
+  do {                                                   \
+    const auto& _s = (expr);                             \
+    EXPECT_TRUE(::gatedb::test::StatusOf(_s).ok())       \
+        << ::gatedb::test::StatusOf(_s).ToString();      \
+  } while (0)
+
+namespace gatedb {
+namespace test {
+
+inline const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const StatusOr<T>& s) { return s.status(); }
+
+// Matches a Status or StatusOr whose code is `code`.
+MATCHER_P(StatusIs, code, std::string("has code ") + ErrorCodeName(code)) {
+  const Status& s = StatusOf(arg);
+  *result_listener << "status is " << s.ToString();
+  return s.code() == code;
+}
+
+// Parses relaxed or canonical Extended JSON; fails the test on bad input.
+Document Json(const std::string& json);
+
+// Relaxed Extended JSON of a bson_t, for assertions.
+std::string ToJson(const bson_t* b);
+
+// A fresh empty directory under the test temp dir, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace test
+}  // namespace gatedb
+
+#endif  // GATEDB_TESTS_TESTUTIL_TEST_UTIL_H_

@@ -1,0 +1,1 @@
+// placeholder until matcher.cc lands

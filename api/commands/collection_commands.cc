@@ -1,0 +1,204 @@
+// ping, hello, buildInfo, create, drop, dropDatabase, listCollections,
+// listDatabases, collMod.
+#include <chrono>
+#include <string>
+
+#include "api/commands/command_dispatcher.h"
+#include "api/commands/command_util.h"
+#include "engine/query/matcher.h"
+#include "engine/storage/db_impl.h"
+
+namespace gatedb {
+namespace commands {
+
+namespace {
+
+Status ReadCollectionName(const CommandContext& ctx, Namespace* ns) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  if (!BSON_ITER_HOLDS_UTF8(&it)) {
+    return Status(ErrorCode::kInvalidNamespace, "collection name has invalid type " +
+                                                    std::string(TypeName(bson_iter_type(&it))));
+  }
+  ns->db = ctx.db_name;
+  ns->coll = bson_iter_utf8(&it, nullptr);
+  return ValidateNamespace(*ns);
+}
+
+void AppendCollectionInfo(const CollectionInfo& info, bool name_only, bson_t* out) {
+  BSON_APPEND_UTF8(out, "name", info.ns.coll.c_str());
+  BSON_APPEND_UTF8(out, "type", "collection");
+  if (name_only) return;
+  bson_t opts, inf;
+  BSON_APPEND_DOCUMENT_BEGIN(out, "options", &opts);
+  BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
+  bson_append_document_end(out, &opts);
+  BSON_APPEND_DOCUMENT_BEGIN(out, "info", &inf);
+  BSON_APPEND_BOOL(&inf, "readOnly", false);
+  bson_append_document_end(out, &inf);
+}
+
+}  // namespace
+
+Status PingCommand(CommandContext& ctx, bson_t* reply) { return Status::OK(); }
+
+Status HelloCommand(CommandContext& ctx, bson_t* reply) {
+  BSON_APPEND_BOOL(reply, "isWritablePrimary", true);
+  BSON_APPEND_BOOL(reply, "ismaster", true);
+  BSON_APPEND_INT32(reply, "maxBsonObjectSize", 16 * 1024 * 1024);
+  BSON_APPEND_INT32(reply, "maxMessageSizeBytes", 48000000);
+  BSON_APPEND_INT32(reply, "maxWriteBatchSize", 100000);
+  BSON_APPEND_DATE_TIME(reply, "localTime",
+                        std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count());
+  BSON_APPEND_INT32(reply, "minWireVersion", 0);
+  BSON_APPEND_INT32(reply, "maxWireVersion", 17);
+  BSON_APPEND_BOOL(reply, "readOnly", false);
+  return Status::OK();
+}
+
+Status BuildInfoCommand(CommandContext& ctx, bson_t* reply) {
+  BSON_APPEND_UTF8(reply, "version", "6.0.0");
+  BSON_APPEND_UTF8(reply, "gatedbVersion", "0.1.0");
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(reply, "versionArray", &arr);
+  BSON_APPEND_INT32(&arr, "0", 6);
+  BSON_APPEND_INT32(&arr, "1", 0);
+  BSON_APPEND_INT32(&arr, "2", 0);
+  BSON_APPEND_INT32(&arr, "3", 0);
+  bson_append_array_end(reply, &arr);
+  return Status::OK();
+}
+
+Status CreateCommand(CommandContext& ctx, bson_t* reply) {
+  Namespace ns;
+  RETURN_IF_ERROR(ReadCollectionName(ctx, &ns));
+  CollectionOptions options;
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    if (key == "versionField") {
+      RETURN_IF_ERROR(ReadString(&it, "create.versionField", &options.version_field));
+    } else if (key == "capped" || key == "size" || key == "max" || key == "validator" ||
+               key == "validationLevel" || key == "validationAction" || key == "timeseries" ||
+               key == "clusteredIndex" || key == "viewOn" || key == "pipeline" ||
+               key == "changeStreamPreAndPostImages" || key == "storageEngine" || key == "indexOptionDefaults" ||
+               key == "expireAfterSeconds" || key == "collation") {
+      return Status(ErrorCode::kInvalidOptions, "create option '" + std::string(key) + "' is not supported by gatedb");
+    } else {
+      return UnknownField("create", key);
+    }
+  }
+  return ctx.db->CreateCollection(ns, options);
+}
+
+Status DropCommand(CommandContext& ctx, bson_t* reply) {
+  Namespace ns;
+  RETURN_IF_ERROR(ReadCollectionName(ctx, &ns));
+  RETURN_IF_ERROR(ctx.db->DropCollection(ns));
+  BSON_APPEND_UTF8(reply, "ns", ns.full().c_str());
+  return Status::OK();
+}
+
+Status DropDatabaseCommand(CommandContext& ctx, bson_t* reply) {
+  RETURN_IF_ERROR(ctx.db->DropDatabase(ctx.db_name));
+  BSON_APPEND_UTF8(reply, "dropped", ctx.db_name.c_str());
+  return Status::OK();
+}
+
+Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply) {
+  Document filter;
+  bool name_only = false;
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    if (key == "filter") {
+      RETURN_IF_ERROR(ReadDocument(&it, "listCollections.filter", &filter));
+    } else if (key == "nameOnly") {
+      RETURN_IF_ERROR(ReadBool(&it, "listCollections.nameOnly", &name_only));
+    } else if (key == "authorizedCollections") {
+      bool ignored;
+      RETURN_IF_ERROR(ReadBool(&it, "listCollections.authorizedCollections", &ignored));
+    } else if (key == "cursor") {
+      Document ignored;
+      RETURN_IF_ERROR(ReadDocument(&it, "listCollections.cursor", &ignored));
+    } else {
+      return UnknownField("listCollections", key);
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(filter.bson()));
+  bson_t cursor, batch;
+  BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+  BSON_APPEND_INT64(&cursor, "id", 0);
+  std::string ns = ctx.db_name + ".$cmd.listCollections";
+  BSON_APPEND_UTF8(&cursor, "ns", ns.c_str());
+  BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
+  uint32_t i = 0;
+  char keybuf[16];
+  for (const CollectionInfo& info : ctx.db->ListCollections(ctx.db_name)) {
+    bson_t entry = BSON_INITIALIZER;
+    AppendCollectionInfo(info, name_only, &entry);
+    if (matcher->Matches(&entry)) {
+      const char* key;
+      bson_uint32_to_string(i++, &key, keybuf, sizeof keybuf);
+      BSON_APPEND_DOCUMENT(&batch, key, &entry);
+    }
+    bson_destroy(&entry);
+  }
+  bson_append_array_end(&cursor, &batch);
+  bson_append_document_end(reply, &cursor);
+  return Status::OK();
+}
+
+Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply) {
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(reply, "databases", &arr);
+  uint32_t i = 0;
+  char keybuf[16];
+  for (const std::string& db : ctx.db->ListDatabases()) {
+    const char* key;
+    bson_uint32_to_string(i++, &key, keybuf, sizeof keybuf);
+    bson_t d;
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &d);
+    BSON_APPEND_UTF8(&d, "name", db.c_str());
+    BSON_APPEND_BOOL(&d, "empty", false);
+    bson_append_document_end(&arr, &d);
+  }
+  bson_append_array_end(reply, &arr);
+  return Status::OK();
+}
+
+Status CollModCommand(CommandContext& ctx, bson_t* reply) {
+  Namespace ns;
+  RETURN_IF_ERROR(ReadCollectionName(ctx, &ns));
+  ASSIGN_OR_RETURN(CollectionInfo info, ctx.db->GetCollectionInfo(ns));
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    if (key == "versionField") {
+      std::string vf;
+      RETURN_IF_ERROR(ReadString(&it, "collMod.versionField", &vf));
+      if (vf != info.options.version_field) {
+        return Status(ErrorCode::kInvalidOptions,
+                      "versionField cannot be changed after create: the collection's documents carry '" +
+                          info.options.version_field + "'");
+      }
+    } else {
+      return Status(ErrorCode::kInvalidOptions, "collMod option '" + std::string(key) + "' is not supported");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace commands
+}  // namespace gatedb

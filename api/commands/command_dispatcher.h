@@ -1,0 +1,78 @@
+// File: api/commands/command_dispatcher.h
+//
+// The one command dispatcher: MongoDB command BSON in, BSON reply out.  Every
+// door (Database::RunCommand, the CLI, later the wire listener) ends here.
+// The dispatcher parses each command into the engine's request structs
+// (engine/storage/requests.h) and calls the same DBImpl entry points as the
+// typed C++ API.
+//
+// Thread safety: Run() may be called concurrently.
+#ifndef GATEDB_API_COMMANDS_COMMAND_DISPATCHER_H_
+#define GATEDB_API_COMMANDS_COMMAND_DISPATCHER_H_
+
+#include <bson/bson.h>
+
+#include <string>
+
+#include "gatedb/document.h"
+#include "gatedb/status.h"
+
+namespace gatedb {
+
+class DBImpl;
+
+namespace commands {
+
+// What one command invocation sees.
+struct CommandContext {
+  DBImpl* db = nullptr;
+  std::string db_name;       // from $db; "test" when absent
+  std::string command_name;  // the first field's name
+  const bson_t* cmd = nullptr;
+};
+
+// A command writes its success fields into `reply` (the dispatcher adds
+// ok: 1) or returns an error Status (the dispatcher builds the {ok: 0} reply
+// and drops anything partly written).
+using CommandFn = Status (*)(CommandContext& ctx, bson_t* reply);
+
+// CRUD (crud_commands.cc).
+Status InsertCommand(CommandContext& ctx, bson_t* reply);
+Status FindCommand(CommandContext& ctx, bson_t* reply);
+Status GetMoreCommand(CommandContext& ctx, bson_t* reply);
+Status KillCursorsCommand(CommandContext& ctx, bson_t* reply);
+Status UpdateCommand(CommandContext& ctx, bson_t* reply);
+Status DeleteCommand(CommandContext& ctx, bson_t* reply);
+Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply);
+Status CountCommand(CommandContext& ctx, bson_t* reply);
+Status DistinctCommand(CommandContext& ctx, bson_t* reply);
+
+// Collections and the server (collection_commands.cc).
+Status PingCommand(CommandContext& ctx, bson_t* reply);
+Status HelloCommand(CommandContext& ctx, bson_t* reply);
+Status BuildInfoCommand(CommandContext& ctx, bson_t* reply);
+Status CreateCommand(CommandContext& ctx, bson_t* reply);
+Status DropCommand(CommandContext& ctx, bson_t* reply);
+Status DropDatabaseCommand(CommandContext& ctx, bson_t* reply);
+Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply);
+Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply);
+Status CollModCommand(CommandContext& ctx, bson_t* reply);
+
+}  // namespace commands
+
+class CommandDispatcher {
+ public:
+  explicit CommandDispatcher(DBImpl* db) : db_(db) {}
+
+  // Runs `cmd` and returns its reply; never fails and never throws: every
+  // error, including an unknown command (CommandNotFound) and an internal
+  // fault (InternalError), is an {ok: 0} reply.
+  Document Run(const bson_t* cmd);
+
+ private:
+  DBImpl* db_;
+};
+
+}  // namespace gatedb
+
+#endif  // GATEDB_API_COMMANDS_COMMAND_DISPATCHER_H_

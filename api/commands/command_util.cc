@@ -1,0 +1,129 @@
+#include "api/commands/command_util.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace gatedb {
+namespace commands {
+
+const char* TypeName(bson_type_t t) {
+  switch (t) {
+    case BSON_TYPE_DOUBLE: return "double";
+    case BSON_TYPE_UTF8: return "string";
+    case BSON_TYPE_DOCUMENT: return "object";
+    case BSON_TYPE_ARRAY: return "array";
+    case BSON_TYPE_BINARY: return "binData";
+    case BSON_TYPE_UNDEFINED: return "undefined";
+    case BSON_TYPE_OID: return "objectId";
+    case BSON_TYPE_BOOL: return "bool";
+    case BSON_TYPE_DATE_TIME: return "date";
+    case BSON_TYPE_NULL: return "null";
+    case BSON_TYPE_REGEX: return "regex";
+    case BSON_TYPE_DBPOINTER: return "dbPointer";
+    case BSON_TYPE_CODE: return "javascript";
+    case BSON_TYPE_SYMBOL: return "symbol";
+    case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
+    case BSON_TYPE_INT32: return "int";
+    case BSON_TYPE_TIMESTAMP: return "timestamp";
+    case BSON_TYPE_INT64: return "long";
+    case BSON_TYPE_DECIMAL128: return "decimal";
+    case BSON_TYPE_MAXKEY: return "maxKey";
+    case BSON_TYPE_MINKEY: return "minKey";
+    case BSON_TYPE_EOD: return "missing";
+  }
+  return "unknown";
+}
+
+Status TypeError(std::string_view context, bson_type_t got, const char* expected) {
+  return Status(ErrorCode::kTypeMismatch, "BSON field '" + std::string(context) + "' is the wrong type '" +
+                                              TypeName(got) + "', expected type '" + expected + "'");
+}
+
+Status ReadString(const bson_iter_t* it, std::string_view context, std::string* out) {
+  if (!BSON_ITER_HOLDS_UTF8(it)) return TypeError(context, bson_iter_type(it), "string");
+  uint32_t len = 0;
+  const char* s = bson_iter_utf8(it, &len);
+  out->assign(s, len);
+  return Status::OK();
+}
+
+Status ReadBool(const bson_iter_t* it, std::string_view context, bool* out) {
+  switch (bson_iter_type(it)) {
+    case BSON_TYPE_BOOL: *out = bson_iter_bool(it); return Status::OK();
+    case BSON_TYPE_INT32: *out = bson_iter_int32(it) != 0; return Status::OK();
+    case BSON_TYPE_INT64: *out = bson_iter_int64(it) != 0; return Status::OK();
+    case BSON_TYPE_DOUBLE: *out = bson_iter_double(it) != 0; return Status::OK();
+    case BSON_TYPE_NULL: *out = false; return Status::OK();
+    default: return TypeError(context, bson_iter_type(it), "bool");
+  }
+}
+
+Status ReadInt64(const bson_iter_t* it, std::string_view context, int64_t* out) {
+  switch (bson_iter_type(it)) {
+    case BSON_TYPE_INT32: *out = bson_iter_int32(it); return Status::OK();
+    case BSON_TYPE_INT64: *out = bson_iter_int64(it); return Status::OK();
+    case BSON_TYPE_DOUBLE: {
+      double d = bson_iter_double(it);
+      if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.2e18) {
+        return Status(ErrorCode::kBadValue, "BSON field '" + std::string(context) + "' must be an integer, got " +
+                                                std::to_string(d));
+      }
+      *out = static_cast<int64_t>(d);
+      return Status::OK();
+    }
+    default: return TypeError(context, bson_iter_type(it), "long");
+  }
+}
+
+Status ReadDocument(const bson_iter_t* it, std::string_view context, Document* out) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(it)) return TypeError(context, bson_iter_type(it), "object");
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_document(it, &len, &data);
+  bson_t* copy = bson_new_from_data(data, len);
+  if (copy == nullptr) return Status(ErrorCode::kInvalidBSON, "invalid embedded document in '" + std::string(context) + "'");
+  *out = Document::Adopt(copy);
+  return Status::OK();
+}
+
+Status ReadArray(const bson_iter_t* it, std::string_view context, bson_t* out) {
+  if (!BSON_ITER_HOLDS_ARRAY(it)) return TypeError(context, bson_iter_type(it), "array");
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_array(it, &len, &data);
+  if (!bson_init_static(out, data, len)) {
+    return Status(ErrorCode::kInvalidBSON, "invalid array in '" + std::string(context) + "'");
+  }
+  return Status::OK();
+}
+
+bool IsGenericCommandField(std::string_view name) {
+  static const char* const kGeneric[] = {
+      "$db", "lsid", "txnNumber", "writeConcern", "readConcern", "comment", "maxTimeMS", "apiVersion",
+      "apiStrict", "apiDeprecationErrors", "$readPreference", "$clusterTime", "$client", "$audit",
+      "bypassDocumentValidation", "readPreference", "$queryOptions", "mayBypassWriteBlocking"};
+  for (const char* g : kGeneric) {
+    if (name == g) return true;
+  }
+  return false;
+}
+
+Status UnknownField(std::string_view command, std::string_view field) {
+  return Status(ErrorCode::kLocation40415,
+                "BSON field '" + std::string(command) + "." + std::string(field) + "' is an unknown field.");
+}
+
+Status MissingField(std::string_view command, std::string_view field) {
+  return Status(ErrorCode::kLocation40414, "BSON field '" + std::string(command) + "." + std::string(field) +
+                                               "' is missing but a required field");
+}
+
+void AppendError(const Status& status, bson_t* reply) {
+  BSON_APPEND_DOUBLE(reply, "ok", 0.0);
+  BSON_APPEND_UTF8(reply, "errmsg", status.reason().c_str());
+  BSON_APPEND_INT32(reply, "code", status.code_number());
+  BSON_APPEND_UTF8(reply, "codeName", status.code_name());
+}
+
+}  // namespace commands
+}  // namespace gatedb

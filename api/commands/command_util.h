@@ -1,0 +1,50 @@
+// File: api/commands/command_util.h
+//
+// Parsing command BSON into typed fields, with MongoDB's error codes and
+// messages ("BSON field 'insert.documents' is the wrong type 'object',
+// expected type 'array'"), and building replies.
+#ifndef GATEDB_API_COMMANDS_COMMAND_UTIL_H_
+#define GATEDB_API_COMMANDS_COMMAND_UTIL_H_
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "gatedb/document.h"
+#include "gatedb/status.h"
+
+namespace gatedb {
+namespace commands {
+
+// MongoDB's name for a BSON type ("string", "object", "array", "int", ...).
+const char* TypeName(bson_type_t t);
+
+// `context` is the dotted field path used in messages ("update.updates.u").
+Status TypeError(std::string_view context, bson_type_t got, const char* expected);
+
+Status ReadString(const bson_iter_t* it, std::string_view context, std::string* out);
+// Accepts bool and numbers (non-zero is true), as MongoDB's safeBool.
+Status ReadBool(const bson_iter_t* it, std::string_view context, bool* out);
+// Accepts int32, int64 and integral doubles.
+Status ReadInt64(const bson_iter_t* it, std::string_view context, int64_t* out);
+// A sub-document (copied).
+Status ReadDocument(const bson_iter_t* it, std::string_view context, Document* out);
+// Points `out` (a static bson_t) at an array's bytes.
+Status ReadArray(const bson_iter_t* it, std::string_view context, bson_t* out);
+
+// Fields that any command may carry and the dispatcher handles itself.
+bool IsGenericCommandField(std::string_view name);
+
+Status UnknownField(std::string_view command, std::string_view field);
+Status MissingField(std::string_view command, std::string_view field);
+
+// Appends {ok: 0, errmsg, code, codeName} to `reply`.
+void AppendError(const Status& status, bson_t* reply);
+
+}  // namespace commands
+}  // namespace gatedb
+
+#endif  // GATEDB_API_COMMANDS_COMMAND_UTIL_H_

@@ -1,0 +1,434 @@
+// insert, find, getMore, killCursors, update, delete, findAndModify, count,
+// distinct: parsed into engine requests, answered in MongoDB's reply shapes.
+#include <cstring>
+#include <string>
+
+#include "api/commands/command_dispatcher.h"
+#include "api/commands/command_util.h"
+#include "engine/storage/db_impl.h"
+#include "engine/storage/requests.h"
+
+namespace gatedb {
+namespace commands {
+
+namespace {
+
+// Reads the collection name from the command's first field.
+Status ReadTargetNamespace(const CommandContext& ctx, Namespace* ns) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  if (!BSON_ITER_HOLDS_UTF8(&it)) {
+    return Status(ErrorCode::kInvalidNamespace, "collection name has invalid type " +
+                                                    std::string(TypeName(bson_iter_type(&it))));
+  }
+  ns->db = ctx.db_name;
+  ns->coll = bson_iter_utf8(&it, nullptr);
+  return ValidateNamespace(*ns);
+}
+
+// Iterates the command's fields after the first, skipping generic ones.
+template <typename Fn>
+Status ForEachField(const CommandContext& ctx, Fn&& fn) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    RETURN_IF_ERROR(fn(key, &it));
+  }
+  return Status::OK();
+}
+
+std::string Ctx(const CommandContext& ctx, std::string_view field) {
+  return ctx.command_name + "." + std::string(field);
+}
+
+Status ReadWriteConcern(const CommandContext& ctx, WriteOptionsInternal* w) {
+  bson_iter_t it, j;
+  if (bson_iter_init_find(&it, ctx.cmd, "writeConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+      bson_iter_recurse(&it, &j) && bson_iter_find(&j, "j")) {
+    bool sync = false;
+    RETURN_IF_ERROR(ReadBool(&j, "writeConcern.j", &sync));
+    w->sync = sync;
+  }
+  return Status::OK();
+}
+
+Status CheckCollation(const bson_iter_t* it, std::string_view context) {
+  Document c;
+  RETURN_IF_ERROR(ReadDocument(it, context, &c));
+  bson_iter_t l;
+  if (bson_iter_init_find(&l, c.bson(), "locale") && BSON_ITER_HOLDS_UTF8(&l) &&
+      std::strcmp(bson_iter_utf8(&l, nullptr), "simple") == 0 && bson_count_keys(c.bson()) == 1) {
+    return Status::OK();
+  }
+  return Status(ErrorCode::kBadValue, "only the simple collation is supported");
+}
+
+void AppendWriteErrors(const std::vector<WriteError>& errors, bson_t* reply) {
+  if (errors.empty()) return;
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(reply, "writeErrors", &arr);
+  char keybuf[16];
+  for (size_t i = 0; i < errors.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_t e;
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
+    BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(errors[i].index));
+    BSON_APPEND_INT32(&e, "code", errors[i].status.code_number());
+    BSON_APPEND_UTF8(&e, "codeName", errors[i].status.code_name());
+    BSON_APPEND_UTF8(&e, "errmsg", errors[i].status.reason().c_str());
+    if (errors[i].err_info) {
+      if (errors[i].status.code() == ErrorCode::kDuplicateKey) {
+        // MongoDB puts keyPattern and keyValue in the entry itself.
+        bson_concat(&e, errors[i].err_info->bson());
+      } else {
+        BSON_APPEND_DOCUMENT(&e, "errInfo", errors[i].err_info->bson());
+      }
+    }
+    bson_append_document_end(&arr, &e);
+  }
+  bson_append_array_end(reply, &arr);
+}
+
+void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* reply) {
+  bson_t arr;
+  bson_append_array_begin(reply, name, -1, &arr);
+  char keybuf[16];
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_append_document(&arr, key, -1, docs[i].bson());
+  }
+  bson_append_array_end(reply, &arr);
+}
+
+// Iterates an array field whose elements must be documents.
+template <typename Fn>
+Status ForEachDocInArray(const bson_iter_t* array_it, std::string_view context, Fn&& fn) {
+  bson_t arr;
+  RETURN_IF_ERROR(ReadArray(array_it, context, &arr));
+  bson_iter_t it;
+  bson_iter_init(&it, &arr);
+  size_t i = 0;
+  while (bson_iter_next(&it)) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      return TypeError(std::string(context) + "." + std::to_string(i), bson_iter_type(&it), "object");
+    }
+    RETURN_IF_ERROR(fn(i, &it));
+    ++i;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status InsertCommand(CommandContext& ctx, bson_t* reply) {
+  InsertRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  bool have_docs = false;
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "documents") {
+      have_docs = true;
+      return ForEachDocInArray(it, Ctx(ctx, key), [&](size_t, bson_iter_t* d) {
+        Document doc;
+        RETURN_IF_ERROR(ReadDocument(d, "insert.documents", &doc));
+        req.documents.push_back(std::move(doc));
+        return Status::OK();
+      });
+    }
+    if (key == "ordered") return ReadBool(it, Ctx(ctx, key), &req.ordered);
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_docs) return MissingField(ctx.command_name, "documents");
+  if (req.documents.empty()) {
+    return Status(ErrorCode::kInvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
+  }
+  RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  ASSIGN_OR_RETURN(InsertResult result, ctx.db->Insert(req));
+  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
+  AppendWriteErrors(result.write_errors, reply);
+  return Status::OK();
+}
+
+Status FindCommand(CommandContext& ctx, bson_t* reply) {
+  FindRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    std::string c = Ctx(ctx, key);
+    if (key == "filter") return ReadDocument(it, c, &req.filter);
+    if (key == "projection") return ReadDocument(it, c, &req.projection);
+    if (key == "sort") return ReadDocument(it, c, &req.sort);
+    if (key == "skip") return ReadInt64(it, c, &req.skip);
+    if (key == "limit") return ReadInt64(it, c, &req.limit);
+    if (key == "batchSize") {
+      int64_t b;
+      RETURN_IF_ERROR(ReadInt64(it, c, &b));
+      if (b < 0) return Status(ErrorCode::kBadValue, "BatchSize value must be non-negative, but received: " + std::to_string(b));
+      return Status::OK();  // everything comes back in the first batch
+    }
+    if (key == "singleBatch" || key == "allowDiskUse" || key == "noCursorTimeout" || key == "returnKey" ||
+        key == "showRecordId" || key == "tailable" || key == "awaitData" || key == "allowPartialResults") {
+      bool b;
+      return ReadBool(it, c, &b);
+    }
+    if (key == "hint" || key == "let" || key == "min" || key == "max") return Status::OK();
+    if (key == "collation") return CheckCollation(it, c);
+    return UnknownField(ctx.command_name, key);
+  }));
+  ASSIGN_OR_RETURN(FindResult result, ctx.db->Find(req));
+  bson_t cursor;
+  BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+  AppendDocsArray("firstBatch", result.docs, &cursor);
+  BSON_APPEND_INT64(&cursor, "id", 0);
+  BSON_APPEND_UTF8(&cursor, "ns", req.ns.full().c_str());
+  bson_append_document_end(reply, &cursor);
+  return Status::OK();
+}
+
+Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  int64_t id = 0;
+  RETURN_IF_ERROR(ReadInt64(&it, "getMore", &id));
+  // find answers with the whole result and cursor id 0, so no cursor is
+  // ever open.
+  return Status(ErrorCode::kCursorNotFound, "cursor id " + std::to_string(id) + " not found");
+}
+
+Status KillCursorsCommand(CommandContext& ctx, bson_t* reply) {
+  bson_t arr;
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, ctx.cmd, "cursors")) return MissingField(ctx.command_name, "cursors");
+  RETURN_IF_ERROR(ReadArray(&it, "killCursors.cursors", &arr));
+  bson_t killed, not_found;
+  BSON_APPEND_ARRAY_BEGIN(reply, "cursorsKilled", &killed);
+  bson_append_array_end(reply, &killed);
+  BSON_APPEND_ARRAY(reply, "cursorsNotFound", &arr);
+  BSON_APPEND_ARRAY_BEGIN(reply, "cursorsAlive", &not_found);
+  bson_append_array_end(reply, &not_found);
+  return Status::OK();
+}
+
+Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
+  UpdateRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  bool have_updates = false;
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "updates") {
+      have_updates = true;
+      return ForEachDocInArray(it, Ctx(ctx, key), [&](size_t, bson_iter_t* d) -> Status {
+        bson_iter_t f;
+        bson_iter_recurse(d, &f);
+        UpdateStatement stmt;
+        bool have_q = false, have_u = false;
+        while (bson_iter_next(&f)) {
+          std::string_view k = bson_iter_key(&f);
+          std::string c = "update.updates." + std::string(k);
+          if (k == "q") {
+            have_q = true;
+            RETURN_IF_ERROR(ReadDocument(&f, c, &stmt.q));
+          } else if (k == "u") {
+            have_u = true;
+            if (BSON_ITER_HOLDS_ARRAY(&f)) {
+              return Status(ErrorCode::kFailedToParse, "aggregation pipeline updates are not supported");
+            }
+            RETURN_IF_ERROR(ReadDocument(&f, c, &stmt.u));
+          } else if (k == "upsert") {
+            RETURN_IF_ERROR(ReadBool(&f, c, &stmt.upsert));
+          } else if (k == "multi") {
+            RETURN_IF_ERROR(ReadBool(&f, c, &stmt.multi));
+          } else if (k == "arrayFilters") {
+            return Status(ErrorCode::kBadValue, "arrayFilters are not supported");
+          } else if (k == "collation") {
+            RETURN_IF_ERROR(CheckCollation(&f, c));
+          } else if (k == "hint" || k == "upsertSupplied") {
+            continue;
+          } else {
+            return UnknownField("update.updates", k);
+          }
+        }
+        if (!have_q) return MissingField("update.updates", "q");
+        if (!have_u) return MissingField("update.updates", "u");
+        req.updates.push_back(std::move(stmt));
+        return Status::OK();
+      });
+    }
+    if (key == "ordered") return ReadBool(it, Ctx(ctx, key), &req.ordered);
+    if (key == "let") return Status::OK();
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_updates) return MissingField(ctx.command_name, "updates");
+  if (req.updates.empty()) {
+    return Status(ErrorCode::kInvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
+  }
+  RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  ASSIGN_OR_RETURN(UpdateWriteResult result, ctx.db->Update(req));
+  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
+  BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(result.n_modified));
+  if (!result.upserted.empty()) {
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(reply, "upserted", &arr);
+    char keybuf[16];
+    for (size_t i = 0; i < result.upserted.size(); ++i) {
+      const char* key;
+      bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+      bson_t u;
+      BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &u);
+      BSON_APPEND_INT32(&u, "index", static_cast<int32_t>(result.upserted[i].index));
+      result.upserted[i].id.AppendTo(&u, "_id");
+      bson_append_document_end(&arr, &u);
+    }
+    bson_append_array_end(reply, &arr);
+  }
+  AppendWriteErrors(result.write_errors, reply);
+  return Status::OK();
+}
+
+Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
+  DeleteRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  bool have_deletes = false;
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "deletes") {
+      have_deletes = true;
+      return ForEachDocInArray(it, Ctx(ctx, key), [&](size_t, bson_iter_t* d) -> Status {
+        bson_iter_t f;
+        bson_iter_recurse(d, &f);
+        DeleteStatement stmt;
+        bool have_q = false, have_limit = false;
+        while (bson_iter_next(&f)) {
+          std::string_view k = bson_iter_key(&f);
+          std::string c = "delete.deletes." + std::string(k);
+          if (k == "q") {
+            have_q = true;
+            RETURN_IF_ERROR(ReadDocument(&f, c, &stmt.q));
+          } else if (k == "limit") {
+            have_limit = true;
+            RETURN_IF_ERROR(ReadInt64(&f, c, &stmt.limit));
+          } else if (k == "collation") {
+            RETURN_IF_ERROR(CheckCollation(&f, c));
+          } else if (k == "hint") {
+            continue;
+          } else {
+            return UnknownField("delete.deletes", k);
+          }
+        }
+        if (!have_q) return MissingField("delete.deletes", "q");
+        if (!have_limit) return MissingField("delete.deletes", "limit");
+        req.deletes.push_back(std::move(stmt));
+        return Status::OK();
+      });
+    }
+    if (key == "ordered") return ReadBool(it, Ctx(ctx, key), &req.ordered);
+    if (key == "let") return Status::OK();
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_deletes) return MissingField(ctx.command_name, "deletes");
+  if (req.deletes.empty()) {
+    return Status(ErrorCode::kInvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
+  }
+  RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  ASSIGN_OR_RETURN(DeleteWriteResult result, ctx.db->Delete(req));
+  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
+  AppendWriteErrors(result.write_errors, reply);
+  return Status::OK();
+}
+
+Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
+  FindAndModifyRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    std::string c = Ctx(ctx, key);
+    if (key == "query") return ReadDocument(it, c, &req.query);
+    if (key == "sort") return ReadDocument(it, c, &req.sort);
+    if (key == "fields") return ReadDocument(it, c, &req.fields);
+    if (key == "remove") return ReadBool(it, c, &req.remove);
+    if (key == "new") return ReadBool(it, c, &req.return_new);
+    if (key == "upsert") return ReadBool(it, c, &req.upsert);
+    if (key == "update") {
+      if (BSON_ITER_HOLDS_ARRAY(it)) return Status(ErrorCode::kFailedToParse, "aggregation pipeline updates are not supported");
+      Document u;
+      RETURN_IF_ERROR(ReadDocument(it, c, &u));
+      req.update = std::move(u);
+      return Status::OK();
+    }
+    if (key == "arrayFilters") return Status(ErrorCode::kBadValue, "arrayFilters are not supported");
+    if (key == "collation") return CheckCollation(it, c);
+    if (key == "hint" || key == "let") return Status::OK();
+    return UnknownField(ctx.command_name, key);
+  }));
+  RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  ASSIGN_OR_RETURN(FindAndModifyResult result, ctx.db->FindAndModify(req));
+  bson_t leo;
+  BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
+  BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(result.n));
+  if (!req.remove) BSON_APPEND_BOOL(&leo, "updatedExisting", result.updated_existing);
+  if (result.upserted_id) result.upserted_id->AppendTo(&leo, "upserted");
+  bson_append_document_end(reply, &leo);
+  if (result.value) {
+    BSON_APPEND_DOCUMENT(reply, "value", result.value->bson());
+  } else {
+    BSON_APPEND_NULL(reply, "value");
+  }
+  return Status::OK();
+}
+
+Status CountCommand(CommandContext& ctx, bson_t* reply) {
+  CountRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    std::string c = Ctx(ctx, key);
+    if (key == "query") {
+      if (BSON_ITER_HOLDS_NULL(it)) return Status::OK();
+      return ReadDocument(it, c, &req.query);
+    }
+    if (key == "skip") return ReadInt64(it, c, &req.skip);
+    if (key == "limit") return ReadInt64(it, c, &req.limit);
+    if (key == "hint" || key == "fields") return Status::OK();
+    if (key == "collation") return CheckCollation(it, c);
+    return UnknownField(ctx.command_name, key);
+  }));
+  ASSIGN_OR_RETURN(int64_t n, ctx.db->Count(req));
+  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
+  return Status::OK();
+}
+
+Status DistinctCommand(CommandContext& ctx, bson_t* reply) {
+  DistinctRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  bool have_key = false;
+  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+    std::string c = Ctx(ctx, key);
+    if (key == "key") {
+      have_key = true;
+      return ReadString(it, c, &req.key);
+    }
+    if (key == "query") {
+      if (BSON_ITER_HOLDS_NULL(it)) return Status::OK();
+      return ReadDocument(it, c, &req.query);
+    }
+    if (key == "hint") return Status::OK();
+    if (key == "collation") return CheckCollation(it, c);
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_key) return MissingField(ctx.command_name, "key");
+  ASSIGN_OR_RETURN(std::vector<Value> values, ctx.db->Distinct(req));
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(reply, "values", &arr);
+  char keybuf[16];
+  for (size_t i = 0; i < values.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    values[i].AppendTo(&arr, key);
+  }
+  bson_append_array_end(reply, &arr);
+  return Status::OK();
+}
+
+}  // namespace commands
+}  // namespace gatedb

@@ -1,0 +1,151 @@
+// File: gatedb/collection.h
+//
+// Collection: the typed CRUD API over one collection ("db.name").  Each call
+// builds the same request the command dispatcher builds from command BSON
+// and runs the same engine entry point, so `coll.UpdateOne(f, u)` and
+// `db->RunCommand({update: ...})` behave identically.
+//
+// A Collection is a cheap handle (a pointer to its Database and a name); it
+// must not outlive the Database.  All methods are thread-safe.  A missing
+// collection reads as empty and is created by the first write, as in MongoDB.
+//
+//   gatedb::Collection orders = db->GetCollection("orders");
+//   auto r = orders.UpdateOne(Json(R"({"_id": "o1", "version": 3})"),
+//                             Json(R"({"$set": {"status": "paid"}, "$inc": {"version": 1}})"));
+//   if (r.ok() && r->matched_count == 0) { /* stale: reread and retry */ }
+#ifndef GATEDB_COLLECTION_H_
+#define GATEDB_COLLECTION_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gatedb/document.h"
+#include "gatedb/options.h"
+#include "gatedb/status.h"
+#include "gatedb/value.h"
+
+namespace gatedb {
+
+class Database;
+
+struct FindOptions {
+  Document projection;  // {} = whole documents.  Default: {}
+  Document sort;        // {} = _id order.  Default: {}
+  int64_t skip = 0;     // Default: 0
+  int64_t limit = 0;    // 0 = no limit.  Default: 0
+};
+
+struct UpdateOptions {
+  bool upsert = false;  // insert when nothing matches.  Default: false
+  WriteOptions write;
+};
+
+struct FindOneAndModifyOptions {
+  Document projection;       // Default: {}
+  Document sort;             // which document when several match.  Default: {}
+  bool upsert = false;       // Default: false
+  bool return_after = false; // the document after the change (MongoDB's returnDocument: "after").  Default: false
+  WriteOptions write;
+};
+
+struct CountOptions {
+  int64_t skip = 0;   // Default: 0
+  int64_t limit = 0;  // 0 = no limit.  Default: 0
+};
+
+// One failed statement of a multi-document write.
+struct WriteErrorInfo {
+  size_t index = 0;  // position in the request
+  Status status;
+};
+
+struct InsertOneResult {
+  Value inserted_id;
+};
+
+struct InsertManyResult {
+  std::vector<Value> inserted_ids;         // of the documents inserted
+  std::vector<WriteErrorInfo> write_errors;  // empty when all were inserted
+};
+
+struct UpdateResult {
+  int64_t matched_count = 0;
+  int64_t modified_count = 0;        // matched and changed (version raised)
+  std::optional<Value> upserted_id;  // set when an upsert inserted
+};
+
+struct DeleteResult {
+  int64_t deleted_count = 0;
+};
+
+class Collection {
+ public:
+  const std::string& database_name() const { return db_name_; }
+  const std::string& name() const { return name_; }
+
+  // Inserts one document; a missing _id gets a new ObjectId, the version
+  // field is set to 0.  Errors: DuplicateKey, InvalidBSON, BSONObjectTooLarge,
+  // Overflow (nesting), DollarPrefixedFieldName, EmptyFieldName,
+  // InvalidIdField, InvalidNamespace.
+  StatusOr<InsertOneResult> InsertOne(DocumentView doc, const WriteOptions& options = WriteOptions());
+  // Inserts documents in order; with options.ordered (the default) stops at
+  // the first failure.  Per-document failures are in write_errors; the
+  // Status is an error only when the whole call failed.
+  StatusOr<InsertManyResult> InsertMany(const std::vector<Document>& docs,
+                                        const WriteOptions& options = WriteOptions());
+
+  // The first matching document (in sort order, else _id order), or nullopt.
+  // Errors: BadValue / FailedToParse for a bad filter, projection or sort.
+  StatusOr<std::optional<Document>> FindOne(DocumentView filter, const FindOptions& options = FindOptions());
+  // All matching documents, whole (no cursor batching yet).
+  StatusOr<std::vector<Document>> Find(DocumentView filter, const FindOptions& options = FindOptions());
+
+  // `update` must hold only update operators.  Errors: the filter's and the
+  // update's parse errors, ImmutableField (_id, the version field),
+  // TypeMismatch, ConflictingUpdateOperators, PathNotViable, DuplicateKey
+  // (upsert), WriteConflict (lock wait exhausted).
+  StatusOr<UpdateResult> UpdateOne(DocumentView filter, DocumentView update,
+                                   const UpdateOptions& options = UpdateOptions());
+  StatusOr<UpdateResult> UpdateMany(DocumentView filter, DocumentView update,
+                                    const UpdateOptions& options = UpdateOptions());
+  // `replacement` may not hold update operators.
+  StatusOr<UpdateResult> ReplaceOne(DocumentView filter, DocumentView replacement,
+                                    const UpdateOptions& options = UpdateOptions());
+
+  StatusOr<DeleteResult> DeleteOne(DocumentView filter, const WriteOptions& options = WriteOptions());
+  StatusOr<DeleteResult> DeleteMany(DocumentView filter, const WriteOptions& options = WriteOptions());
+
+  // Atomically updates (replaces, deletes) one document and returns it as
+  // it was before (or after, with return_after), or nullopt when none
+  // matched and nothing was upserted.
+  StatusOr<std::optional<Document>> FindOneAndUpdate(DocumentView filter, DocumentView update,
+                                                     const FindOneAndModifyOptions& options = FindOneAndModifyOptions());
+  StatusOr<std::optional<Document>> FindOneAndReplace(DocumentView filter, DocumentView replacement,
+                                                      const FindOneAndModifyOptions& options = FindOneAndModifyOptions());
+  StatusOr<std::optional<Document>> FindOneAndDelete(DocumentView filter,
+                                                     const FindOneAndModifyOptions& options = FindOneAndModifyOptions());
+
+  StatusOr<int64_t> CountDocuments(DocumentView filter, const CountOptions& options = CountOptions());
+  // Distinct values of a dotted path among matching documents (array
+  // elements count one by one), in BSON order.
+  StatusOr<std::vector<Value>> Distinct(std::string_view key, DocumentView filter);
+
+ private:
+  friend class Database;
+  Collection(Database* db, std::string db_name, std::string name)
+      : db_(db), db_name_(std::move(db_name)), name_(std::move(name)) {}
+  StatusOr<UpdateResult> UpdateImpl(DocumentView filter, DocumentView update, bool multi,
+                                    const UpdateOptions& options);
+  StatusOr<std::optional<Document>> FindAndModifyImpl(DocumentView filter, const Document* update,
+                                                      bool remove, const FindOneAndModifyOptions& options);
+
+  Database* db_;
+  std::string db_name_;
+  std::string name_;
+};
+
+}  // namespace gatedb
+
+#endif  // GATEDB_COLLECTION_H_

@@ -1,0 +1,204 @@
+// The typed Collection API: each call fills the engine request that the
+// command dispatcher would build and calls the same DBImpl entry point.
+#include "gatedb/collection.h"
+
+#include "engine/storage/db_impl.h"
+#include "gatedb/db.h"
+
+namespace gatedb {
+
+namespace {
+
+bool HasOperatorKey(DocumentView doc, bool* all_operators) {
+  bson_iter_t it;
+  bool any = false, all = true;
+  if (doc.bson() && bson_iter_init(&it, doc.bson())) {
+    while (bson_iter_next(&it)) {
+      bool op = bson_iter_key(&it)[0] == '$';
+      any |= op;
+      all &= op;
+    }
+  }
+  *all_operators = all;
+  return any;
+}
+
+Document CopyOrEmpty(DocumentView v) { return v.bson() ? Document::Copy(v.bson()) : Document(); }
+
+WriteOptionsInternal Internal(const WriteOptions& w) {
+  WriteOptionsInternal o;
+  o.sync = w.sync;
+  return o;
+}
+
+}  // namespace
+
+StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOptions& options) {
+  InsertRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.documents.push_back(CopyOrEmpty(doc));
+  req.write = Internal(options);
+  ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
+  if (!r.write_errors.empty()) return r.write_errors[0].status;
+  return InsertOneResult{std::move(r.inserted_ids.at(0))};
+}
+
+StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& docs, const WriteOptions& options) {
+  if (docs.empty()) return Status(ErrorCode::kInvalidLength, "InsertMany needs at least one document");
+  InsertRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.documents = docs;
+  req.ordered = options.ordered;
+  req.write = Internal(options);
+  ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
+  InsertManyResult out;
+  out.inserted_ids = std::move(r.inserted_ids);
+  for (auto& e : r.write_errors) out.write_errors.push_back(WriteErrorInfo{e.index, e.status});
+  return out;
+}
+
+StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const FindOptions& options) {
+  FindRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.filter = CopyOrEmpty(filter);
+  req.projection = options.projection;
+  req.sort = options.sort;
+  req.skip = options.skip;
+  req.limit = options.limit;
+  ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
+  return std::move(r.docs);
+}
+
+StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {
+  FindOptions one = options;
+  one.limit = 1;
+  ASSIGN_OR_RETURN(std::vector<Document> docs, Find(filter, one));
+  if (docs.empty()) return std::optional<Document>();
+  return std::optional<Document>(std::move(docs[0]));
+}
+
+StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView update, bool multi,
+                                              const UpdateOptions& options) {
+  UpdateRequest req;
+  req.ns = Namespace{db_name_, name_};
+  UpdateStatement stmt;
+  stmt.q = CopyOrEmpty(filter);
+  stmt.u = CopyOrEmpty(update);
+  stmt.upsert = options.upsert;
+  stmt.multi = multi;
+  req.updates.push_back(std::move(stmt));
+  req.write = Internal(options.write);
+  ASSIGN_OR_RETURN(gatedb::UpdateWriteResult r, db_->impl()->Update(req));
+  if (!r.write_errors.empty()) return r.write_errors[0].status;
+  UpdateResult out;
+  out.matched_count = r.n - static_cast<int64_t>(r.upserted.size());
+  out.modified_count = r.n_modified;
+  if (!r.upserted.empty()) out.upserted_id = std::move(r.upserted[0].id);
+  return out;
+}
+
+StatusOr<UpdateResult> Collection::UpdateOne(DocumentView filter, DocumentView update, const UpdateOptions& options) {
+  bool all_ops = true;
+  if (!HasOperatorKey(update, &all_ops) || !all_ops) {
+    return Status(ErrorCode::kFailedToParse, "update document requires atomic operators");
+  }
+  return UpdateImpl(filter, update, false, options);
+}
+
+StatusOr<UpdateResult> Collection::UpdateMany(DocumentView filter, DocumentView update, const UpdateOptions& options) {
+  bool all_ops = true;
+  if (!HasOperatorKey(update, &all_ops) || !all_ops) {
+    return Status(ErrorCode::kFailedToParse, "update document requires atomic operators");
+  }
+  return UpdateImpl(filter, update, true, options);
+}
+
+StatusOr<UpdateResult> Collection::ReplaceOne(DocumentView filter, DocumentView replacement,
+                                              const UpdateOptions& options) {
+  bool all_ops = true;
+  if (HasOperatorKey(replacement, &all_ops)) {
+    return Status(ErrorCode::kFailedToParse, "replacement document must not contain update operators");
+  }
+  return UpdateImpl(filter, replacement, false, options);
+}
+
+StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOptions& options) {
+  DeleteRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1});
+  req.write = Internal(options);
+  ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
+  if (!r.write_errors.empty()) return r.write_errors[0].status;
+  return DeleteResult{r.n};
+}
+
+StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOptions& options) {
+  DeleteRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0});
+  req.write = Internal(options);
+  ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
+  if (!r.write_errors.empty()) return r.write_errors[0].status;
+  return DeleteResult{r.n};
+}
+
+StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView filter, const Document* update,
+                                                                bool remove,
+                                                                const FindOneAndModifyOptions& options) {
+  FindAndModifyRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.query = CopyOrEmpty(filter);
+  req.sort = options.sort;
+  req.fields = options.projection;
+  if (update) req.update = *update;
+  req.remove = remove;
+  req.return_new = options.return_after;
+  req.upsert = options.upsert;
+  req.write = Internal(options.write);
+  ASSIGN_OR_RETURN(FindAndModifyResult r, db_->impl()->FindAndModify(req));
+  return std::move(r.value);
+}
+
+StatusOr<std::optional<Document>> Collection::FindOneAndUpdate(DocumentView filter, DocumentView update,
+                                                               const FindOneAndModifyOptions& options) {
+  bool all_ops = true;
+  if (!HasOperatorKey(update, &all_ops) || !all_ops) {
+    return Status(ErrorCode::kFailedToParse, "update document requires atomic operators");
+  }
+  Document u = CopyOrEmpty(update);
+  return FindAndModifyImpl(filter, &u, false, options);
+}
+
+StatusOr<std::optional<Document>> Collection::FindOneAndReplace(DocumentView filter, DocumentView replacement,
+                                                                const FindOneAndModifyOptions& options) {
+  bool all_ops = true;
+  if (HasOperatorKey(replacement, &all_ops)) {
+    return Status(ErrorCode::kFailedToParse, "replacement document must not contain update operators");
+  }
+  Document u = CopyOrEmpty(replacement);
+  return FindAndModifyImpl(filter, &u, false, options);
+}
+
+StatusOr<std::optional<Document>> Collection::FindOneAndDelete(DocumentView filter,
+                                                               const FindOneAndModifyOptions& options) {
+  return FindAndModifyImpl(filter, nullptr, true, options);
+}
+
+StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOptions& options) {
+  CountRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.query = CopyOrEmpty(filter);
+  req.skip = options.skip;
+  req.limit = options.limit;
+  return db_->impl()->Count(req);
+}
+
+StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, DocumentView filter) {
+  DistinctRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.key = std::string(key);
+  req.query = CopyOrEmpty(filter);
+  return db_->impl()->Distinct(req);
+}
+
+}  // namespace gatedb

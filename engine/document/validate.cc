@@ -1,0 +1,296 @@
+#include "engine/document/validate.h"
+
+#include <climits>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace gatedb {
+
+namespace {
+
+constexpr bson_validate_flags_t kStructureFlags =
+    static_cast<bson_validate_flags_t>(BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL);
+
+bool IsContainer(bson_type_t type) {
+  return type == BSON_TYPE_DOCUMENT || type == BSON_TYPE_ARRAY;
+}
+
+enum class WalkResult { kOk, kTooDeep, kBadUtf8 };
+
+bool ValidUtf8(const char* s, size_t len, bool allow_null) {
+  return s == nullptr || bson_utf8_validate(s, len, allow_null);
+}
+
+// UTF-8 of the element's field name and of its string-like value (strings
+// may hold 0x00, as BSON allows).
+bool ElementUtf8Ok(const bson_iter_t* it) {
+  if (!ValidUtf8(bson_iter_key(it), bson_iter_key_len(it), false)) return false;
+  uint32_t len = 0;
+  switch (bson_iter_type(it)) {
+    case BSON_TYPE_UTF8: {
+      const char* s = bson_iter_utf8(it, &len);
+      return ValidUtf8(s, len, true);
+    }
+    case BSON_TYPE_SYMBOL: {
+      const char* s = bson_iter_symbol(it, &len);
+      return ValidUtf8(s, len, true);
+    }
+    case BSON_TYPE_CODE: {
+      const char* s = bson_iter_code(it, &len);
+      return ValidUtf8(s, len, true);
+    }
+    case BSON_TYPE_CODEWSCOPE: {
+      uint32_t scope_len = 0;
+      const uint8_t* scope = nullptr;
+      const char* s = bson_iter_codewscope(it, &len, &scope_len, &scope);
+      return ValidUtf8(s, len, true);
+    }
+    case BSON_TYPE_REGEX: {
+      const char* options = nullptr;
+      const char* pattern = bson_iter_regex(it, &options);
+      return ValidUtf8(pattern, pattern ? std::strlen(pattern) : 0, false) &&
+             ValidUtf8(options, options ? std::strlen(options) : 0, false);
+    }
+    case BSON_TYPE_DBPOINTER: {
+      const char* collection = nullptr;
+      const bson_oid_t* oid = nullptr;
+      bson_iter_dbpointer(it, &len, &collection, &oid);
+      return ValidUtf8(collection, len, true);
+    }
+    default:
+      return true;
+  }
+}
+
+// One pass over every field of the document at `data`, with an explicit
+// stack (safe on any nesting): kTooDeep when a field lies deeper than
+// `max_depth` (top-level fields are at depth 1), kBadUtf8 when a field name
+// or string is not UTF-8.  libbson 1.23's bson_validate does not catch
+// invalid UTF-8 in values (fixed upstream in CDRIVER-6017), and recurses
+// without bound, so this runs first.  Malformed bytes end the walk there;
+// bson_validate reports them.
+WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
+  std::vector<bson_iter_t> stack(1);
+  if (!bson_iter_init_from_data(&stack.back(), data, len)) return WalkResult::kOk;
+  while (!stack.empty()) {
+    bson_iter_t* it = &stack.back();
+    if (!bson_iter_next(it)) {
+      stack.pop_back();
+      continue;
+    }
+    if (static_cast<int>(stack.size()) > max_depth) return WalkResult::kTooDeep;
+    if (!ElementUtf8Ok(it)) return WalkResult::kBadUtf8;
+    if (IsContainer(bson_iter_type(it))) {
+      bson_iter_t child;
+      if (bson_iter_recurse(it, &child)) stack.push_back(child);  // invalidates `it`
+    }
+  }
+  return WalkResult::kOk;
+}
+
+Status WalkStatus(WalkResult result, const std::string& too_deep_message) {
+  switch (result) {
+    case WalkResult::kOk: return Status::OK();
+    case WalkResult::kTooDeep: return Status(ErrorCode::kOverflow, too_deep_message);
+    case WalkResult::kBadUtf8:
+      return Status(ErrorCode::kInvalidBSON, "invalid BSON: a field name or string is not valid UTF-8");
+  }
+  return Status::OK();
+}
+
+Status CheckStructure(const bson_t* doc) {
+  bson_error_t error;
+  if (!bson_validate_with_error(doc, kStructureFlags, &error)) {
+    return Status(ErrorCode::kInvalidBSON, std::string("invalid BSON: ") + error.message);
+  }
+  return Status::OK();
+}
+
+Status DollarInId(const char* name) {
+  return Status(ErrorCode::kDollarPrefixedFieldName,
+                std::string("_id fields may not contain '$'-prefixed fields: ") + name +
+                    " is not valid for storage.");
+}
+
+// MongoDB's BSONObj::storageValidEmbedded: no '$'-prefixed field names at
+// any depth, except a DBRef ($ref: string, $id, optionally $db: string) at
+// the start of a document.  `depth` is the nesting level of this document.
+Status CheckEmbedded(const uint8_t* data, size_t len, int depth) {
+  if (depth > kMaxStorageNestingDepth) {
+    return Status(ErrorCode::kOverflow, "Document exceeds maximum nesting depth of " +
+                                            std::to_string(kMaxStorageNestingDepth));
+  }
+  bson_iter_t it;
+  if (!bson_iter_init_from_data(&it, data, len)) {
+    return Status(ErrorCode::kInvalidBSON, "invalid BSON: corrupt embedded document in _id");
+  }
+  bool first = true;
+  bool more = bson_iter_next(&it);
+  while (more) {
+    const char* name = bson_iter_key(&it);
+    if (name[0] == '$') {
+      bool dbref = false;
+      if (first && std::strcmp(name, "$ref") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+        bson_iter_t peek = it;
+        dbref = bson_iter_next(&peek) && std::strcmp(bson_iter_key(&peek), "$id") == 0;
+      }
+      if (!dbref) return DollarInId(name);
+      // Skip $ref and $id (the $id value is not inspected, as in MongoDB),
+      // then look at the field after them.
+      bson_iter_next(&it);
+      first = false;
+      more = bson_iter_next(&it);
+      if (!more) break;
+      name = bson_iter_key(&it);
+      if (std::strcmp(name, "$db") == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+        more = bson_iter_next(&it);
+        continue;
+      }
+      if (name[0] == '$') return DollarInId(name);
+    }
+    bson_type_t type = bson_iter_type(&it);
+    if (IsContainer(type)) {
+      uint32_t child_len = 0;
+      const uint8_t* child = nullptr;
+      if (type == BSON_TYPE_DOCUMENT) {
+        bson_iter_document(&it, &child_len, &child);
+      } else {
+        bson_iter_array(&it, &child_len, &child);
+      }
+      if (child == nullptr) {
+        return Status(ErrorCode::kInvalidBSON, "invalid BSON: corrupt embedded document in _id");
+      }
+      RETURN_IF_ERROR(CheckEmbedded(child, child_len, depth + 1));
+    } else if (type == BSON_TYPE_CODEWSCOPE) {
+      uint32_t code_len = 0, scope_len = 0;
+      const uint8_t* scope = nullptr;
+      bson_iter_codewscope(&it, &code_len, &scope_len, &scope);
+      if (scope == nullptr) {
+        return Status(ErrorCode::kInvalidBSON, "invalid BSON: corrupt code scope in _id");
+      }
+      RETURN_IF_ERROR(CheckEmbedded(scope, scope_len, depth + 1));
+    }
+    first = false;
+    more = bson_iter_next(&it);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateIdValue(const bson_value_t& id) {
+  switch (id.value_type) {
+    case BSON_TYPE_ARRAY:
+      return Status(ErrorCode::kInvalidIdField, "The '_id' value cannot be of type array");
+    case BSON_TYPE_REGEX:
+      return Status(ErrorCode::kInvalidIdField, "The '_id' value cannot be of type regex");
+    case BSON_TYPE_UNDEFINED:
+      return Status(ErrorCode::kInvalidIdField, "The '_id' value cannot be of type undefined");
+    case BSON_TYPE_DOCUMENT:
+      // The _id field itself is at depth 1, so its fields are at depth 2.
+      return CheckEmbedded(id.value.v_doc.data, id.value.v_doc.data_len, 2);
+    default:
+      return Status::OK();
+  }
+}
+
+Status ValidateForStorage(const bson_t* doc) {
+  if (doc->len > kMaxUserDocumentSize) {
+    return Status(ErrorCode::kBSONObjectTooLarge,
+                  "object to insert too large. size in bytes: " + std::to_string(doc->len) +
+                      ", max size: " + std::to_string(kMaxUserDocumentSize));
+  }
+  RETURN_IF_ERROR(WalkStatus(
+      WalkFields(bson_get_data(doc), doc->len, kMaxStorageNestingDepth),
+      "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
+  RETURN_IF_ERROR(CheckStructure(doc));
+
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
+  bool seen_id = false;
+  while (bson_iter_next(&it)) {
+    const char* name = bson_iter_key(&it);
+    if (name[0] == '$') {
+      return Status(ErrorCode::kDollarPrefixedFieldName,
+                    std::string("Document can't have $ prefixed field names: ") + name);
+    }
+    if (std::strcmp(name, "_id") == 0) {
+      if (seen_id) {
+        return Status(ErrorCode::kBadValue, "can't have multiple _id fields in one document");
+      }
+      seen_id = true;
+      RETURN_IF_ERROR(ValidateIdValue(*bson_iter_value(&it)));
+    }
+  }
+  return Status::OK();
+}
+
+Status ValidateIncoming(const uint8_t* data, size_t len) {
+  if (data == nullptr || len < 5) {
+    return Status(ErrorCode::kInvalidBSON,
+                  "invalid BSON: " + std::to_string(len) + " bytes is too short for a document");
+  }
+  if (len > static_cast<size_t>(INT32_MAX)) {
+    return Status(ErrorCode::kInvalidBSON, "invalid BSON: " + std::to_string(len) +
+                                               " bytes is too long for a document");
+  }
+  int32_t declared = 0;
+  std::memcpy(&declared, data, sizeof(declared));
+  declared = BSON_UINT32_FROM_LE(declared);
+  if (declared < 0 || static_cast<size_t>(declared) != len) {
+    return Status(ErrorCode::kInvalidBSON, "invalid BSON: length header says " +
+                                               std::to_string(declared) + " bytes, but " +
+                                               std::to_string(len) + " were received");
+  }
+  if (data[len - 1] != 0) {
+    return Status(ErrorCode::kInvalidBSON, "invalid BSON: document does not end with 0x00");
+  }
+  bson_t doc;
+  if (!bson_init_static(&doc, data, len)) {
+    return Status(ErrorCode::kInvalidBSON, "invalid BSON: bad length or terminator");
+  }
+  RETURN_IF_ERROR(WalkStatus(
+      WalkFields(data, len, kMaxIncomingNestingDepth),
+      "BSONObj exceeded maximum nested object depth: " + std::to_string(kMaxIncomingNestingDepth)));
+  return CheckStructure(&doc);
+}
+
+std::optional<Document> EnsureId(const bson_t* doc, bool* id_generated) {
+  if (id_generated != nullptr) *id_generated = false;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return std::nullopt;
+  bson_iter_t id_it;
+  bool found = false;
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    if (std::strcmp(bson_iter_key(&it), "_id") == 0) {
+      if (first) return std::nullopt;
+      id_it = it;
+      found = true;
+      break;
+    }
+    first = false;
+  }
+
+  bson_t* out = bson_sized_new(doc->len + (found ? 0 : 17));
+  uint32_t id_offset = 0;
+  if (found) {
+    id_offset = bson_iter_offset(&id_it);
+    bson_append_iter(out, "_id", 3, &id_it);
+  } else {
+    bson_oid_t oid;
+    bson_oid_init(&oid, nullptr);
+    bson_append_oid(out, "_id", 3, &oid);
+    if (id_generated != nullptr) *id_generated = true;
+  }
+  if (bson_iter_init(&it, doc)) {
+    while (bson_iter_next(&it)) {
+      if (found && bson_iter_offset(&it) == id_offset) continue;
+      bson_append_iter(out, nullptr, 0, &it);
+    }
+  }
+  return Document::Adopt(out);
+}
+
+}  // namespace gatedb

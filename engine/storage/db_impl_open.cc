@@ -1,0 +1,282 @@
+// DBImpl: opening the store and the catalog of collections.
+#include <rocksdb/table.h>
+#include <rocksdb/cache.h>
+
+#include <cstring>
+
+#include "engine/keys/key_codec.h"
+#include "engine/util/coding.h"
+#include "engine/storage/db_impl.h"
+#include "engine/storage/db_impl_internal.h"
+#include "engine/storage/rocks_status.h"
+
+namespace gatedb {
+
+namespace {
+
+constexpr char kCatalogCf[] = "catalog";
+constexpr char kDocsCf[] = "docs";
+// Catalog keys.  DO NOT CHANGE.
+constexpr char kCatalogNsPrefix[] = "ns:";                 // + "db.coll" -> collection BSON
+constexpr char kCatalogNextIdKey[] = "meta:next_coll_id";  // -> uint32 BE
+
+bool ValidDbName(const std::string& db) {
+  if (db.empty() || db.size() > 64) return false;
+  for (char c : db) {
+    if (c == '/' || c == '\\' || c == '.' || c == ' ' || c == '"' || c == '$' || c == '*' ||
+        c == '<' || c == '>' || c == ':' || c == '|' || c == '?' || c == '\0')
+      return false;
+  }
+  return true;
+}
+
+std::string EncodeCollectionInfo(const CollectionInfo& info) {
+  bson_t b = BSON_INITIALIZER;
+  BSON_APPEND_UTF8(&b, "db", info.ns.db.c_str());
+  BSON_APPEND_UTF8(&b, "name", info.ns.coll.c_str());
+  BSON_APPEND_INT64(&b, "id", info.id);
+  bson_t opts;
+  BSON_APPEND_DOCUMENT_BEGIN(&b, "options", &opts);
+  BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
+  bson_append_document_end(&b, &opts);
+  std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
+  bson_destroy(&b);
+  return out;
+}
+
+Status DecodeCollectionInfo(const rocksdb::Slice& bytes, CollectionInfo* info) {
+  bson_t b;
+  if (!bson_init_static(&b, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
+    return Status(ErrorCode::kDataCorruptionDetected, "bad catalog entry");
+  }
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, &b, "db") && BSON_ITER_HOLDS_UTF8(&it)) info->ns.db = bson_iter_utf8(&it, nullptr);
+  if (bson_iter_init_find(&it, &b, "name") && BSON_ITER_HOLDS_UTF8(&it)) info->ns.coll = bson_iter_utf8(&it, nullptr);
+  if (bson_iter_init_find(&it, &b, "id") && BSON_ITER_HOLDS_INT64(&it)) info->id = static_cast<uint32_t>(bson_iter_int64(&it));
+  if (bson_iter_init_find(&it, &b, "options.versionField") || bson_iter_init(&it, &b)) {
+    bson_iter_t f;
+    if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.versionField", &f) &&
+        BSON_ITER_HOLDS_UTF8(&f)) {
+      info->options.version_field = bson_iter_utf8(&f, nullptr);
+    }
+  }
+  if (info->id == 0 || info->ns.coll.empty()) {
+    return Status(ErrorCode::kDataCorruptionDetected, "incomplete catalog entry");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateNamespace(const Namespace& ns) {
+  if (!ValidDbName(ns.db)) {
+    return Status(ErrorCode::kInvalidNamespace, "Invalid database name: '" + ns.db + "'");
+  }
+  if (ns.coll.empty()) return Status(ErrorCode::kInvalidNamespace, "Invalid namespace specified '" + ns.full() + "'");
+  if (ns.coll.find('\0') != std::string::npos || ns.coll.find('$') != std::string::npos ||
+      ns.coll[0] == '.' || ns.coll.back() == '.') {
+    return Status(ErrorCode::kInvalidNamespace, "Invalid collection name: '" + ns.coll + "'");
+  }
+  if (ns.coll.rfind("system.", 0) == 0) {
+    return Status(ErrorCode::kInvalidNamespace, "Invalid system namespace: " + ns.full());
+  }
+  if (ns.full().size() > 255) {
+    return Status(ErrorCode::kInvalidNamespace, "Fully qualified namespace is too long: " + ns.full());
+  }
+  return Status::OK();
+}
+
+DBImpl::DBImpl(const std::string& path, const Options& options) : path_(path), options_(options) {}
+
+DBImpl::~DBImpl() {
+  if (db_ != nullptr) {
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+    delete db_;
+  }
+}
+
+StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Options& options) {
+  std::unique_ptr<DBImpl> impl(new DBImpl(path, options));
+  RETURN_IF_ERROR(impl->OpenRocks());
+  RETURN_IF_ERROR(impl->LoadCatalog());
+  return impl;
+}
+
+Status DBImpl::OpenRocks() {
+  rocksdb::Options opts;
+  opts.create_if_missing = options_.create_if_missing;
+  opts.error_if_exists = options_.error_if_exists;
+  opts.create_missing_column_families = true;
+  opts.IncreaseParallelism(2);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(options_.block_cache_bytes);
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+
+  rocksdb::TransactionDBOptions txn_opts;
+  txn_opts.transaction_lock_timeout = options_.lock_timeout_ms;
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(opts)},
+      {kCatalogCf, rocksdb::ColumnFamilyOptions(opts)},
+      {kDocsCf, rocksdb::ColumnFamilyOptions(opts)},
+  };
+  rocksdb::Status s = rocksdb::TransactionDB::Open(opts, txn_opts, path_, cfs, &handles_, &db_);
+  if (!s.ok()) {
+    db_ = nullptr;
+    return Status(s.IsIOError() ? ErrorCode::kInternalError : FromRocks(s).code(),
+                  "cannot open data directory '" + path_ + "': " + s.ToString());
+  }
+  catalog_cf_ = handles_[1];
+  docs_cf_ = handles_[2];
+  return Status::OK();
+}
+
+Status DBImpl::LoadCatalog() {
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  std::string next;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), catalog_cf_, kCatalogNextIdKey, &next);
+  if (s.ok() && next.size() == 4) {
+    next_collection_id_ = DecodeFixed32BE(next.data());
+  } else if (!s.ok() && !s.IsNotFound()) {
+    return FromRocks(s);
+  }
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), catalog_cf_));
+  for (it->Seek(kCatalogNsPrefix); it->Valid() && it->key().starts_with(kCatalogNsPrefix); it->Next()) {
+    auto coll = std::make_shared<Collection>();
+    RETURN_IF_ERROR(DecodeCollectionInfo(it->value(), &coll->info));
+    collections_[coll->info.ns.full()] = coll;
+    if (coll->info.id >= next_collection_id_) next_collection_id_ = coll->info.id + 1;
+  }
+  return FromRocks(it->status());
+}
+
+std::shared_ptr<DBImpl::Collection> DBImpl::FindCollection(const Namespace& ns) const {
+  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  auto it = collections_.find(ns.full());
+  return it == collections_.end() ? nullptr : it->second;
+}
+
+StatusOr<std::shared_ptr<DBImpl::Collection>> DBImpl::GetOrCreateCollection(const Namespace& ns) {
+  if (auto c = FindCollection(ns)) return c;
+  RETURN_IF_ERROR(ValidateNamespace(ns));
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  auto it = collections_.find(ns.full());
+  if (it != collections_.end()) return it->second;
+  std::shared_ptr<Collection> out;
+  RETURN_IF_ERROR(CreateCollectionLocked(ns, CollectionOptions(), &out));
+  return out;
+}
+
+Status DBImpl::CreateCollectionLocked(const Namespace& ns, const CollectionOptions& options,
+                                      std::shared_ptr<Collection>* out) {
+  auto coll = std::make_shared<Collection>();
+  coll->info.ns = ns;
+  coll->info.id = next_collection_id_;
+  coll->info.options = options;
+  std::string next_id;
+  PutFixed32BE(&next_id, next_collection_id_ + 1);
+  rocksdb::WriteBatch batch;
+  batch.Put(catalog_cf_, std::string(kCatalogNsPrefix) + ns.full(), EncodeCollectionInfo(coll->info));
+  batch.Put(catalog_cf_, kCatalogNextIdKey, next_id);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch)));
+  ++next_collection_id_;
+  collections_[ns.full()] = coll;
+  *out = coll;
+  return Status::OK();
+}
+
+Status DBImpl::CreateCollection(const Namespace& ns, const CollectionOptions& options) {
+  RETURN_IF_ERROR(ValidateNamespace(ns));
+  if (options.version_field.empty() || options.version_field[0] == '$' ||
+      options.version_field.find('.') != std::string::npos || options.version_field == "_id" ||
+      options.version_field.find('\0') != std::string::npos) {
+    return Status(ErrorCode::kInvalidOptions,
+                  "versionField must be a non-empty top-level field name other than _id, without '.' or a leading '$'");
+  }
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  if (collections_.count(ns.full())) {
+    return Status(ErrorCode::kNamespaceExists, "Collection " + ns.full() + " already exists.");
+  }
+  std::shared_ptr<Collection> out;
+  return CreateCollectionLocked(ns, options, &out);
+}
+
+Status DBImpl::DropCollection(const Namespace& ns) {
+  std::shared_ptr<Collection> coll;
+  {
+    std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+    auto it = collections_.find(ns.full());
+    if (it == collections_.end()) {
+      return Status(ErrorCode::kNamespaceNotFound, "ns not found: " + ns.full());
+    }
+    coll = it->second;
+    // Writers hold the collection's drop lock shared for the length of a
+    // write; waiting for it exclusively drains them.
+    std::unique_lock<std::shared_mutex> drop(coll->drop_mu);
+    rocksdb::WriteOptions wo;
+    wo.sync = options_.sync;
+    RETURN_IF_ERROR(FromRocks(db_->Delete(wo, catalog_cf_, std::string(kCatalogNsPrefix) + ns.full())));
+    coll->dropped = true;
+    collections_.erase(it);
+  }
+  // Collection ids are never reused, so the documents left under the old id
+  // are unreachable from here on; removing them is space reclamation.
+  std::string prefix = keys::CollectionPrefix(coll->info.id);
+  std::string end = keys::CollectionPrefix(coll->info.id + 1);
+  rocksdb::ReadOptions ro;
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, docs_cf_));
+  rocksdb::WriteBatch batch;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    batch.Delete(docs_cf_, it->key());
+    if (batch.Count() >= 1000) {
+      RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &batch)));
+      batch.Clear();
+    }
+  }
+  if (batch.Count() > 0) RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &batch)));
+  return FromRocks(it->status());
+}
+
+Status DBImpl::DropDatabase(const std::string& db) {
+  for (const CollectionInfo& info : ListCollections(db)) {
+    Status s = DropCollection(info.ns);
+    if (!s.ok() && s.code() != ErrorCode::kNamespaceNotFound) return s;
+  }
+  return Status::OK();
+}
+
+std::vector<CollectionInfo> DBImpl::ListCollections(const std::string& db) const {
+  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  std::vector<CollectionInfo> out;
+  for (const auto& [name, coll] : collections_) {
+    if (coll->info.ns.db == db) out.push_back(coll->info);
+  }
+  return out;
+}
+
+StatusOr<CollectionInfo> DBImpl::GetCollectionInfo(const Namespace& ns) const {
+  auto c = FindCollection(ns);
+  if (!c) return Status(ErrorCode::kNamespaceNotFound, "ns not found: " + ns.full());
+  return c->info;
+}
+
+std::vector<std::string> DBImpl::ListDatabases() const {
+  std::shared_lock<std::shared_mutex> lock(catalog_mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, coll] : collections_) {
+    if (out.empty() || out.back() != coll->info.ns.db) out.push_back(coll->info.ns.db);
+  }
+  return out;
+}
+
+rocksdb::WriteOptions DBImpl::RocksWriteOptions(const WriteOptionsInternal& w) const {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync || w.sync;
+  return wo;
+}
+
+}  // namespace gatedb

@@ -1,0 +1,175 @@
+// DBImpl: the read path (find, count, distinct) and the scans that writes
+// use to find their candidates.  Reads take no locks.
+#include <algorithm>
+
+#include "engine/keys/key_codec.h"
+#include "engine/projection/paths.h"
+#include "engine/projection/projection.h"
+#include "engine/projection/sort.h"
+#include "engine/query/matcher.h"
+#include "engine/storage/db_impl.h"
+#include "engine/storage/db_impl_internal.h"
+#include "engine/storage/doc_util.h"
+#include "engine/storage/record.h"
+#include "engine/storage/rocks_status.h"
+
+namespace gatedb {
+
+namespace {
+
+// Calls fn(key, record) for each document of the collection that the
+// filter may match: one point read when the filter pins _id, otherwise a
+// scan in _id order.  fn returns false to stop.
+template <typename Fn>
+Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, uint32_t coll_id,
+                        const bson_t* filter, Fn&& fn) {
+  bson_value_t id;
+  if (PointIdFromFilter(filter, &id)) {
+    std::string key = keys::EncodeDocKey(coll_id, id);
+    rocksdb::PinnableSlice value;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, key, &value);
+    if (s.IsNotFound()) return Status::OK();
+    RETURN_IF_ERROR(FromRocks(s));
+    RecordView rec;
+    RETURN_IF_ERROR(DecodeRecord(std::string_view(value.data(), value.size()), &rec));
+    fn(key, rec);
+    return Status::OK();
+  }
+  std::string prefix = keys::CollectionPrefix(coll_id);
+  std::string end = keys::CollectionPrefix(coll_id + 1);
+  rocksdb::Slice upper(end);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    RecordView rec;
+    rocksdb::Slice v = it->value();
+    RETURN_IF_ERROR(DecodeRecord(std::string_view(v.data(), v.size()), &rec));
+    if (!fn(std::string_view(it->key().data(), it->key().size()), rec)) break;
+  }
+  return FromRocks(it->status());
+}
+
+Status CheckSkipLimit(int64_t skip, int64_t limit) {
+  if (skip < 0) return Status(ErrorCode::kBadValue, "skip value must be non-negative, but received: " + std::to_string(skip));
+  if (limit < 0) return Status(ErrorCode::kBadValue, "limit value must be non-negative, but received: " + std::to_string(limit));
+  return Status::OK();
+}
+
+}  // namespace
+
+Status DBImpl::CandidateKeys(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
+                             size_t limit, std::vector<std::string>* keys) const {
+  return ForEachCandidate(db_, docs_cf_, coll.info.id, filter,
+                          [&](std::string_view key, const RecordView& rec) {
+                            if (matcher.Matches(&rec.doc)) keys->emplace_back(key);
+                            return limit == 0 || keys->size() < limit;
+                          });
+}
+
+Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
+                            std::vector<std::pair<std::string, Document>>* out) const {
+  return ForEachCandidate(db_, docs_cf_, coll.info.id, filter,
+                          [&](std::string_view key, const RecordView& rec) {
+                            if (matcher.Matches(&rec.doc)) out->emplace_back(std::string(key), Document::Copy(&rec.doc));
+                            return true;
+                          });
+}
+
+StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
+  RETURN_IF_ERROR(ValidateNamespace(req.ns));
+  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit));
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.filter.bson()));
+  ASSIGN_OR_RETURN(std::unique_ptr<projection::Projection> proj,
+                   projection::Projection::Parse(req.projection.bson()));
+  std::unique_ptr<projection::SortSpec> sort;
+  if (!req.sort.empty()) {
+    ASSIGN_OR_RETURN(sort, projection::SortSpec::Parse(req.sort.bson()));
+  }
+  FindResult result;
+  std::shared_ptr<Collection> coll = FindCollection(req.ns);
+  if (!coll) return result;
+
+  auto emit = [&](const bson_t* doc) {
+    if (proj->is_identity()) {
+      result.docs.push_back(Document::Copy(doc));
+    } else {
+      bson_t* out = bson_new();
+      proj->Apply(doc, out);
+      result.docs.push_back(Document::Adopt(out));
+    }
+  };
+
+  if (!sort) {
+    int64_t skipped = 0;
+    RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.filter.bson(),
+                                     [&](std::string_view, const RecordView& rec) {
+                                       if (!matcher->Matches(&rec.doc)) return true;
+                                       if (skipped < req.skip) {
+                                         ++skipped;
+                                         return true;
+                                       }
+                                       emit(&rec.doc);
+                                       return req.limit == 0 || static_cast<int64_t>(result.docs.size()) < req.limit;
+                                     }));
+    return result;
+  }
+
+  struct Row {
+    projection::SortKey key;
+    Document doc;
+  };
+  std::vector<Row> rows;
+  RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.filter.bson(),
+                                   [&](std::string_view, const RecordView& rec) {
+                                     if (!matcher->Matches(&rec.doc)) return true;
+                                     Row row{projection::SortKey(), Document::Copy(&rec.doc)};
+                                     sort->ExtractKey(row.doc.bson(), &row.key);
+                                     rows.push_back(std::move(row));
+                                     return true;
+                                   }));
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const Row& a, const Row& b) { return sort->CompareKeys(a.key, b.key) < 0; });
+  size_t begin = std::min<size_t>(rows.size(), static_cast<size_t>(req.skip));
+  size_t end = req.limit == 0 ? rows.size() : std::min<size_t>(rows.size(), begin + static_cast<size_t>(req.limit));
+  for (size_t i = begin; i < end; ++i) emit(rows[i].doc.bson());
+  return result;
+}
+
+StatusOr<int64_t> DBImpl::Count(const CountRequest& req) {
+  RETURN_IF_ERROR(ValidateNamespace(req.ns));
+  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit < 0 ? -req.limit : req.limit));
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.query.bson()));
+  std::shared_ptr<Collection> coll = FindCollection(req.ns);
+  if (!coll) return int64_t{0};
+  int64_t limit = req.limit < 0 ? -req.limit : req.limit;
+  int64_t matched = 0;
+  RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.query.bson(),
+                                   [&](std::string_view, const RecordView& rec) {
+                                     if (matcher->Matches(&rec.doc)) ++matched;
+                                     return limit == 0 || matched < req.skip + limit;
+                                   }));
+  int64_t n = std::max<int64_t>(0, matched - req.skip);
+  return limit == 0 ? n : std::min(n, limit);
+}
+
+StatusOr<std::vector<Value>> DBImpl::Distinct(const DistinctRequest& req) {
+  RETURN_IF_ERROR(ValidateNamespace(req.ns));
+  if (req.key.empty()) return Status(ErrorCode::kBadValue, "distinct key must not be empty");
+  if (req.key[0] == '$') return Status(ErrorCode::kBadValue, "distinct key must not start with '$'");
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.query.bson()));
+  std::shared_ptr<Collection> coll = FindCollection(req.ns);
+  if (!coll) return std::vector<Value>();
+  projection::DistinctSet set;
+  RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.query.bson(),
+                                   [&](std::string_view, const RecordView& rec) {
+                                     if (matcher->Matches(&rec.doc)) set.AddFromDocument(&rec.doc, req.key);
+                                     return true;
+                                   }));
+  std::vector<Value> values;
+  values.reserve(set.size());
+  for (const bson_value_t& v : set) values.emplace_back(v);
+  return values;
+}
+
+}  // namespace gatedb

@@ -1,0 +1,65 @@
+#include "engine/storage/doc_util.h"
+
+#include <cstring>
+
+namespace gatedb {
+
+void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out) {
+  bson_iter_t it;
+  bool replaced = false;
+  if (bson_iter_init(&it, in)) {
+    while (bson_iter_next(&it)) {
+      const char* key = bson_iter_key(&it);
+      if (!replaced && field == key) {
+        bson_append_int64(out, key, -1, version);
+        replaced = true;
+      } else {
+        bson_append_iter(out, key, -1, &it);
+      }
+    }
+  }
+  if (!replaced) bson_append_int64(out, field.c_str(), static_cast<int>(field.size()), version);
+}
+
+bool GetId(const bson_t* doc, bson_value_t* id) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc, "_id")) return false;
+  *id = *bson_iter_value(&it);
+  return true;
+}
+
+namespace {
+bool IsPlainEqualityValue(const bson_value_t& v) {
+  if (v.value_type == BSON_TYPE_REGEX || v.value_type == BSON_TYPE_ARRAY) return false;
+  if (v.value_type == BSON_TYPE_DOCUMENT) {
+    bson_t sub;
+    if (!bson_init_static(&sub, v.value.v_doc.data, v.value.v_doc.data_len)) return false;
+    bson_iter_t it;
+    if (bson_iter_init(&it, &sub) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$') return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool PointIdFromFilter(const bson_t* filter, bson_value_t* id) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, filter, "_id")) return false;
+  const bson_value_t* v = bson_iter_value(&it);
+  if (IsPlainEqualityValue(*v)) {
+    *id = *v;
+    return true;
+  }
+  if (v->value_type != BSON_TYPE_DOCUMENT) return false;
+  bson_t sub;
+  if (!bson_init_static(&sub, v->value.v_doc.data, v->value.v_doc.data_len)) return false;
+  bson_iter_t op;
+  if (!bson_iter_init(&op, &sub) || !bson_iter_next(&op)) return false;
+  if (std::strcmp(bson_iter_key(&op), "$eq") != 0) return false;
+  const bson_value_t* eq = bson_iter_value(&op);
+  if (bson_iter_next(&op)) return false;  // more operators
+  if (!IsPlainEqualityValue(*eq)) return false;
+  *id = *eq;
+  return true;
+}
+
+}  // namespace gatedb

@@ -1,0 +1,32 @@
+// File: engine/storage/doc_util.h
+//
+// Small document helpers for the write path: the store-owned version field
+// and the _id of filters and documents.
+#ifndef GATEDB_ENGINE_STORAGE_DOC_UTIL_H_
+#define GATEDB_ENGINE_STORAGE_DOC_UTIL_H_
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <string>
+
+namespace gatedb {
+
+// Writes `in` to `out` (an initialized empty bson_t) with the top-level
+// field `field` set to int64 `version`: in place when present, appended
+// when not.
+void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out);
+
+// Points `id` at the document's top-level _id.  False when it has none.
+// The value borrows from `doc`.
+bool GetId(const bson_t* doc, bson_value_t* id);
+
+// When the filter pins _id to one value by plain equality ({_id: v} or
+// {_id: {$eq: v}}, v not a regex, array or operator document), points `id`
+// at that value (borrowed from `filter`) and returns true.  The filter's
+// other fields still have to be matched.
+bool PointIdFromFilter(const bson_t* filter, bson_value_t* id);
+
+}  // namespace gatedb
+
+#endif  // GATEDB_ENGINE_STORAGE_DOC_UTIL_H_

@@ -1,0 +1,18 @@
+#include "engine/storage/rocks_status.h"
+
+namespace gatedb {
+
+Status FromRocks(const rocksdb::Status& s) {
+  if (s.ok()) return Status::OK();
+  if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut() || s.IsDeadlock()) {
+    return Status(ErrorCode::kWriteConflict, "write conflict: " + s.ToString());
+  }
+  if (s.IsCorruption()) return Status(ErrorCode::kDataCorruptionDetected, s.ToString());
+  if (s.IsNoSpace()) return Status(ErrorCode::kOutOfDiskSpace, s.ToString());
+  if (s.IsIOError() && s.ToString().find("No space left") != std::string::npos) {
+    return Status(ErrorCode::kOutOfDiskSpace, s.ToString());
+  }
+  return Status(ErrorCode::kInternalError, "storage error: " + s.ToString());
+}
+
+}  // namespace gatedb

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The project's one entry point on a Debian 12 machine.
+#
+#   bash scripts/gatedb.sh demo    install what is missing, build, run `gatedb demo`
+#   bash scripts/gatedb.sh test    install what is missing, build, run every test (ctest)
+#   bash scripts/gatedb.sh build   install what is missing, build
+#
+# Installing needs root (apt-get); it is skipped when every package is there.
+# BUILD_DIR (default: build) and BUILD_TYPE (default: RelWithDebInfo) may be set.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
+
+PACKAGES=(
+  cmake ninja-build ccache g++ pkg-config
+  librocksdb-dev libbson-dev libxxhash-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
+)
+
+install_missing() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" >/dev/null
+  ninja -C "$BUILD_DIR"
+}
+
+case "${1:-}" in
+  demo)
+    install_missing
+    build
+    shift
+    "$BUILD_DIR/api/gatedb" demo "$@"
+    ;;
+  test)
+    install_missing
+    build
+    ctest --test-dir "$BUILD_DIR" -j"$(nproc)" --output-on-failure
+    ;;
+  build)
+    install_missing
+    build
+    ;;
+  *)
+    echo "usage: bash scripts/gatedb.sh demo|test|build" >&2
+    exit 2
+    ;;
+esac

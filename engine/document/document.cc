@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "engine/document/validate.h"
+
 namespace gatedb {
 
 const uint8_t* DocumentView::data() const { return bson_ ? bson_get_data(bson_) : nullptr; }
@@ -60,14 +62,9 @@ StatusOr<Document> Document::FromJson(std::string_view json) {
 }
 
 StatusOr<Document> Document::FromBytes(const uint8_t* data, size_t len) {
+  RETURN_IF_ERROR(ValidateIncoming(data, len));
   bson_t* b = bson_new_from_data(data, len);
   if (b == nullptr) return Status(ErrorCode::kInvalidBSON, "invalid BSON: bad length or terminator");
-  size_t offset = 0;
-  if (!bson_validate(b, BSON_VALIDATE_UTF8_ALLOW_NULL, &offset)) {
-    bson_destroy(b);
-    return Status(ErrorCode::kInvalidBSON,
-                  "invalid BSON: corrupt element at byte offset " + std::to_string(offset));
-  }
   return Document(b);
 }
 

@@ -211,6 +211,9 @@ Status ValidateForStorage(const bson_t* doc) {
   bool seen_id = false;
   while (bson_iter_next(&it)) {
     const char* name = bson_iter_key(&it);
+    if (name[0] == '\0') {
+      return Status(ErrorCode::kEmptyFieldName, "Document can't have an empty top-level field name");
+    }
     if (name[0] == '$') {
       return Status(ErrorCode::kDollarPrefixedFieldName,
                     std::string("Document can't have $ prefixed field names: ") + name);

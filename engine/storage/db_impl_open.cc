@@ -224,7 +224,7 @@ Status DBImpl::DropCollection(const Namespace& ns) {
   // Collection ids are never reused, so the documents left under the old id
   // are unreachable from here on; removing them is space reclamation.
   std::string prefix = keys::CollectionPrefix(coll->info.id);
-  std::string end = keys::CollectionPrefix(coll->info.id + 1);
+  std::string end = keys::CollectionUpperBound(coll->info.id);
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;

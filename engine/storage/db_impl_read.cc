@@ -36,7 +36,7 @@ Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle*
     return Status::OK();
   }
   std::string prefix = keys::CollectionPrefix(coll_id);
-  std::string end = keys::CollectionPrefix(coll_id + 1);
+  std::string end = keys::CollectionUpperBound(coll_id);
   rocksdb::Slice upper(end);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;

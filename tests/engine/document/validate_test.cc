@@ -83,8 +83,9 @@ TEST(ValidateForStorageTest, AcceptsOrdinaryDocuments) {
   // As in MongoDB 5.0+: '$' and '.' are fine below the top level.
   EXPECT_OK(Validate(R"({"_id": 1, "a": {"$x": 1, "y.z": 2}})"));
   EXPECT_OK(Validate(R"({"_id": 1, "a.b": 1})"));
-  // MongoDB stores empty field names.
-  EXPECT_OK(Validate(R"({"": 1, "a": {"": 2}})"));
+  // Empty names are refused at the top level only (the issue's rule).
+  EXPECT_OK(Validate(R"({"a": {"": 2}})"));
+  EXPECT_THAT(Validate(R"({"": 1})"), StatusIs(ErrorCode::kEmptyFieldName));
   // A DBRef is allowed inside _id.
   EXPECT_OK(Validate(R"({"_id": {"$ref": "c", "$id": 1}})"));
   EXPECT_OK(Validate(R"({"_id": {"$ref": "c", "$id": {"$x": 1}, "$db": "d", "n": 1}})"));

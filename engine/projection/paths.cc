@@ -112,11 +112,11 @@ class PathWalker {
 
 class VectorCollector : public PathValueVisitor {
  public:
-  explicit VectorCollector(std::vector<bson_value_t>* out) : out_(out) {}
+  explicit VectorCollector(std::vector<BsonValue>* out) : out_(out) {}
   void Visit(const bson_value_t& value) override { out_->push_back(value); }
 
  private:
-  std::vector<bson_value_t>* out_;
+  std::vector<BsonValue>* out_;
 };
 
 class SetCollector : public PathValueVisitor {
@@ -213,7 +213,7 @@ void VisitPathValues(const bson_t* doc, const std::vector<std::string_view>& par
 }
 
 void CollectDistinctValues(const bson_t* doc, std::string_view dotted_path,
-                           std::vector<bson_value_t>* out) {
+                           std::vector<BsonValue>* out) {
   const std::vector<std::string_view> parts = SplitDottedPath(dotted_path);
   VectorCollector collector(out);
   VisitPathValues(doc, parts, MissingPolicy::kSkip, &collector);

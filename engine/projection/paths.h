@@ -33,6 +33,11 @@
 namespace gatedb {
 namespace projection {
 
+// The same type as bson_value_t, for use as a template argument: libbson's
+// typedef carries an alignment attribute that GCC warns about dropping
+// (-Wignored-attributes) there; the struct it names has the same layout.
+using BsonValue = struct _bson_value_t;
+
 // Splits "a.b.c" into {"a", "b", "c"}.  Empty components are kept ("a..b"
 // gives {"a", "", "b"}; "" gives {""}).  The views point into `path`.
 std::vector<std::string_view> SplitDottedPath(std::string_view path);
@@ -80,7 +85,7 @@ void VisitPathValues(const bson_t* doc, const std::vector<std::string_view>& par
 // Duplicates are not removed.  The values borrow from `doc`: REQUIRES: `doc`
 // outlives them and is not modified while they are used.
 void CollectDistinctValues(const bson_t* doc, std::string_view dotted_path,
-                           std::vector<bson_value_t>* out);
+                           std::vector<BsonValue>* out);
 
 // A set of owned BSON values, deduplicated by CompareValues() == 0 (so 1,
 // 1.0 and NumberLong(1) are one value; the first one added is kept, with its
@@ -91,7 +96,7 @@ class DistinctSet {
   struct ValueLess {
     bool operator()(const bson_value_t& a, const bson_value_t& b) const;
   };
-  using Set = std::set<bson_value_t, ValueLess>;
+  using Set = std::set<BsonValue, ValueLess>;
 
  public:
   using const_iterator = Set::const_iterator;

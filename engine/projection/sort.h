@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/projection/paths.h"
 #include "gatedb/status.h"
 
 namespace gatedb {
@@ -58,7 +59,7 @@ class SortKey {
   void Index();
 
   std::vector<uint8_t> buf_;
-  std::vector<bson_value_t> values_;  // point into buf_
+  std::vector<BsonValue> values_;  // point into buf_
 };
 
 class SortSpec {

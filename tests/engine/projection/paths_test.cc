@@ -15,7 +15,7 @@ using ::gatedb::test::StatusIs;
 std::string Canon(const std::string& json) { return test::Json(json).ToJson(); }
 
 // {"v": [values...]} as relaxed Extended JSON.
-std::string ValuesJson(const std::vector<bson_value_t>& values) {
+std::string ValuesJson(const std::vector<BsonValue>& values) {
   bson_t doc = BSON_INITIALIZER;
   bson_t array;
   bson_append_array_begin(&doc, "v", 1, &array);
@@ -123,7 +123,7 @@ TEST(PathsTest, CollectDistinctValues) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.name) + ": " + c.path + " in " + c.doc);
     Document doc = test::Json(c.doc);
-    std::vector<bson_value_t> values;
+    std::vector<BsonValue> values;
     CollectDistinctValues(doc.bson(), c.path, &values);
     EXPECT_EQ(ValuesJson(values), Canon(c.expected));
   }
@@ -131,7 +131,7 @@ TEST(PathsTest, CollectDistinctValues) {
 
 TEST(PathsTest, CollectDistinctValuesAppends) {
   Document a = test::Json(R"({"x": 1})"), b = test::Json(R"({"x": [2, 3]})");
-  std::vector<bson_value_t> values;
+  std::vector<BsonValue> values;
   CollectDistinctValues(a.bson(), "x", &values);
   CollectDistinctValues(b.bson(), "x", &values);
   EXPECT_EQ(ValuesJson(values), Canon(R"({"v": [1, 2, 3]})"));
@@ -141,7 +141,7 @@ TEST(PathsTest, VisitPathValuesForSortKeys) {
   class Collector : public PathValueVisitor {
    public:
     void Visit(const bson_value_t& value) override { values.push_back(value); }
-    std::vector<bson_value_t> values;
+    std::vector<BsonValue> values;
   };
   struct Case {
     const char* doc;
@@ -233,12 +233,29 @@ TEST(DistinctSetTest, ByteSizeMatchesTheAppendedArray) {
   Document doc = test::Json(R"({"a": [1, 2.5, {"$numberLong": "7"}, "str", {"x": [1]}, [2], null,
       true, {"$oid": "000000000000000000000001"}, {"$date": {"$numberLong": "1"}},
       {"$numberDecimal": "1.5"}, {"$binary": {"base64": "AAEC", "subType": "00"}},
+      {"$binary": {"base64": "AAEC", "subType": "02"}},
       {"$regularExpression": {"pattern": "ab", "options": "i"}},
-      {"$timestamp": {"t": 1, "i": 2}}, {"$minKey": 1}, {"$maxKey": 1}, {"$code": "f()"},
-      {"$symbol": "sym"}, 4, 5, 6, 7.5, 8, 9, 10, 11]})");
+      {"$timestamp": {"t": 1, "i": 2}}, {"$minKey": 1}, {"$maxKey": 1},
+      {"$undefined": true}, 4, 5, 6, 7.5, 8, 9, 10, 11]})");
   set.AddFromDocument(doc.bson(), "a");
+
+  // Types the JSON parser does not take inside an array.
+  bson_t* extra = bson_new();
+  BSON_APPEND_CODE(extra, "code", "f()");
+  BSON_APPEND_SYMBOL(extra, "symbol", "sym");
+  Document scope = test::Json(R"({"x": 1})");
+  BSON_APPEND_CODE_WITH_SCOPE(extra, "cws", "g()", scope.bson());
+  bson_oid_t oid;
+  bson_oid_init_from_string(&oid, "000000000000000000000002");
+  bson_append_dbpointer(extra, "dbp", -1, "db.coll", &oid);
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init(&it, extra));
+  while (bson_iter_next(&it)) EXPECT_TRUE(set.Add(*bson_iter_value(&it)));
+  bson_destroy(extra);
+
   bson_t array = BSON_INITIALIZER;
   set.AppendToArray(&array);
+  EXPECT_EQ(set.size(), 29u);
   EXPECT_EQ(set.ByteSize(), static_cast<size_t>(array.len) - 5);
   bson_destroy(&array);
   EXPECT_EQ(DistinctSet().ByteSize(), 0u);

@@ -289,6 +289,9 @@ StatusOr<MNode*> NewArrayValue(const Op& op, ApplyState* st);
 // $rename at its destination `c`.
 Status ApplyRename(const Op& op, ApplyState* st, Cursor* c);
 
+// The field name of array index `i` (stable for the state's lifetime).
+std::string_view IndexName(ApplyState* st, size_t i);
+
 // Creates the missing components of `c` with `leaf` as the last one.
 // Errors: PathNotViable, BadValue (padding limit).
 Status CreatePath(ApplyState* st, Cursor* c, MNode* leaf);

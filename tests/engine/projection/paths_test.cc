@@ -255,7 +255,7 @@ TEST(DistinctSetTest, ByteSizeMatchesTheAppendedArray) {
 
   bson_t array = BSON_INITIALIZER;
   set.AppendToArray(&array);
-  EXPECT_EQ(set.size(), 29u);
+  EXPECT_EQ(set.size(), 30u);
   EXPECT_EQ(set.ByteSize(), static_cast<size_t>(array.len) - 5);
   bson_destroy(&array);
   EXPECT_EQ(DistinctSet().ByteSize(), 0u);

@@ -570,7 +570,7 @@ Status UpdateDriver::ApplyReplacement(const bson_t* doc, const ApplyContext& ctx
 }
 
 Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const {
-  if (ops_.empty()) {
+  if (ops_.empty() && !ctx.is_upsert_insert) {
     // {$set: {}} or only the absorbed version $inc: the document as it is.
     if (!bson_concat(out, doc)) return Status(ErrorCode::kInternalError, "could not copy the document");
     return Status::OK();

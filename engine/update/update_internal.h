@@ -34,6 +34,12 @@ namespace gatedb {
 namespace update {
 namespace internal {
 
+// bson_value_t / bson_t for use as template arguments: libbson's typedefs
+// carry an alignment attribute that GCC warns about dropping there
+// (-Wignored-attributes); the structs they name have the same layout.
+using BValue = struct _bson_value_t;
+using BsonPtr = struct _bson_t*;
+
 // MongoDB's limits.
 constexpr int kMaxDepth = 100;               // BSONDepth::getMaxDepthForUserStorage()
 constexpr int kMaxPathParts = 200;           // gatedb: bounds recursion on hostile paths
@@ -95,7 +101,7 @@ struct Op {
   std::vector<std::string> from_parts;
 
   // $push, $addToSet: the values to insert ($addToSet: deduplicated).
-  std::vector<bson_value_t> values;
+  std::vector<BValue> values;
   // $push modifiers.
   bool has_position = false;
   int64_t position = 0;
@@ -117,7 +123,7 @@ struct Op {
   bool date_type = true;  // false: Timestamp
 
   // $bit.
-  std::vector<std::pair<BitOp, bson_value_t>> bit_ops;
+  std::vector<std::pair<BitOp, BValue>> bit_ops;
 };
 
 // Orders sibling field names as MongoDB 5.0+ applies them: two numeric names
@@ -226,7 +232,7 @@ class ApplyState {
 
   std::deque<MNode> arena_;
   std::deque<std::string> names_;
-  std::vector<bson_t*> buffers_;
+  std::vector<BsonPtr> buffers_;
   MNode* root_ = nullptr;
   int64_t now_millis_;
   bool is_insert_;

@@ -11,18 +11,9 @@
 #include "gatedb/document.h"
 #include "gatedb/status.h"
 
-#define ASSERT_OK(expr)                                  \
-  do {                                                   \
-    const auto& _s = (expr);                             \
-    ASSERT_TRUE(::gatedb::test::StatusOf(_s).ok())       \
-        << ::gatedb::test::StatusOf(_s).ToString();      \
-  } while (0)
-#define EXPECT_OK(expr)                                  \
-  do {                                                   \
-    const auto& _s = (expr);                             \
-    EXPECT_TRUE(::gatedb::test::StatusOf(_s).ok())       \
-        << ::gatedb::test::StatusOf(_s).ToString();      \
-  } while (0)
+// ASSERT_OK(expr) << "more context"; evaluates expr once.
+#define ASSERT_OK(expr) ASSERT_PRED_FORMAT1(::gatedb::test::IsOkPredFormat, expr)
+#define EXPECT_OK(expr) EXPECT_PRED_FORMAT1(::gatedb::test::IsOkPredFormat, expr)
 
 namespace gatedb {
 namespace test {
@@ -30,6 +21,12 @@ namespace test {
 inline const Status& StatusOf(const Status& s) { return s; }
 template <typename T>
 const Status& StatusOf(const StatusOr<T>& s) { return s.status(); }
+
+template <typename T>
+::testing::AssertionResult IsOkPredFormat(const char* expr_text, const T& s) {
+  if (StatusOf(s).ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << expr_text << " is " << StatusOf(s).ToString();
+}
 
 // Matches a Status or StatusOr whose code is `code`.
 MATCHER_P(StatusIs, code, std::string("has code ") + ErrorCodeName(code)) {

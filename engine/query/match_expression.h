@@ -1,0 +1,288 @@
+// File: engine/query/match_expression.h
+//
+// The parsed form of a query filter: a tree of MatchExpression nodes, built
+// once by ParseFilter() (expression_parser.h) and evaluated against raw BSON
+// bytes without copying them.  Internal to engine/query.
+//
+// Two ways to evaluate a node, as in MongoDB:
+//   MatchesDocument(doc)  - the node against a whole (sub)document; path
+//                           nodes walk their path (WalkPath) and test each
+//                           element it yields.
+//   MatchesValue(value)   - the node against one value, ignoring any path:
+//                           how a path node tests what its walk yields, and
+//                           how $elemMatch's operator form tests elements.
+//
+// Both take `elem_key`: null when positional information is not wanted,
+// else it receives the array offset ("elemMatchKey") of the element that
+// made the match, outermost array first.
+//
+// Values inside the tree (comparison operands, $in lists) point into the
+// filter's bytes, which must outlive the tree (RootExpression keeps a copy).
+//
+// Thread safety: immutable after parsing; evaluation is const and may run on
+// many threads at once.
+#ifndef GATEDB_ENGINE_QUERY_MATCH_EXPRESSION_H_
+#define GATEDB_ENGINE_QUERY_MATCH_EXPRESSION_H_
+
+#include <bson/bson.h>
+
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/query/regex_matcher.h"
+
+namespace gatedb {
+namespace query {
+
+// A dotted path ("a.b.0.c") split into its components.
+struct FieldPath {
+  struct Part {
+    std::string name;
+    bool is_index = false;  // all digits: may address an array element
+  };
+
+  explicit FieldPath(std::string_view dotted_path);
+
+  std::string dotted;
+  std::vector<Part> parts;
+};
+
+// Receives the elements a path yields.
+class ElementSink {
+ public:
+  // `array_offset` is the index of the element in the outermost array that
+  // was traversed implicitly, or -1.  Returns true to stop the walk.
+  virtual bool Yield(const bson_value_t& value, int64_t array_offset) = 0;
+
+ protected:
+  ~ElementSink() = default;
+};
+
+// Yields the elements that `path` reaches in the document `data[0, len)`,
+// as MongoDB's BSONElementIterator: a missing field yields one EOD value;
+// arrays on the way are traversed (documents inside them are searched for
+// the rest of the path, and a numeric component also indexes the array); an
+// array at the end yields each element and then itself, or only itself when
+// `traverse_leaf_arrays` is false.  Returns true when the sink stopped it.
+bool WalkPath(const uint8_t* data, uint32_t len, const FieldPath& path,
+              bool traverse_leaf_arrays, ElementSink* sink);
+
+enum class ExprKind {
+  kRoot,
+  kAnd,
+  kOr,
+  kNor,
+  kNot,
+  kAlwaysFalse,
+  kEq,
+  kLt,
+  kLte,
+  kGt,
+  kGte,
+  kIn,
+  kRegex,
+  kExists,
+  kType,
+  kMod,
+  kSize,
+  kElemMatchObject,
+  kElemMatchValue,
+};
+
+class MatchExpression {
+ public:
+  explicit MatchExpression(ExprKind kind) : kind_(kind) {}
+  virtual ~MatchExpression();
+  MatchExpression(const MatchExpression&) = delete;
+  MatchExpression& operator=(const MatchExpression&) = delete;
+
+  ExprKind kind() const { return kind_; }
+
+  // The node against the document data[0, len).
+  virtual bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const = 0;
+  // The node against one value (BSON_TYPE_EOD for a missing one).
+  virtual bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const = 0;
+
+ private:
+  const ExprKind kind_;
+};
+
+using ExprPtr = std::unique_ptr<MatchExpression>;
+
+// $and, $or, $nor (and the implicit $and of a filter's fields).  An empty
+// $and matches everything.
+class ListExpression final : public MatchExpression {
+ public:
+  explicit ListExpression(ExprKind kind) : MatchExpression(kind) {}
+  bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const override;
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+  void Add(ExprPtr child) { children_.push_back(std::move(child)); }
+  const std::vector<ExprPtr>& children() const { return children_; }
+  std::vector<ExprPtr>* mutable_children() { return &children_; }
+
+ private:
+  std::vector<ExprPtr> children_;
+};
+
+class NotExpression final : public MatchExpression {
+ public:
+  explicit NotExpression(ExprPtr child) : MatchExpression(ExprKind::kNot), child_(std::move(child)) {}
+  bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const override;
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+ private:
+  ExprPtr child_;
+};
+
+class AlwaysFalseExpression final : public MatchExpression {
+ public:
+  AlwaysFalseExpression() : MatchExpression(ExprKind::kAlwaysFalse) {}
+  bool MatchesDocument(const uint8_t*, uint32_t, int64_t*) const override { return false; }
+  bool MatchesValue(const bson_value_t&, int64_t*) const override { return false; }
+};
+
+// Owns the copy of the filter bytes that the tree's values point into.
+class RootExpression final : public MatchExpression {
+ public:
+  RootExpression(bson_t* backing, ExprPtr child)
+      : MatchExpression(ExprKind::kRoot), backing_(backing), child_(std::move(child)) {}
+  ~RootExpression() override;
+  bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const override {
+    return child_->MatchesDocument(data, len, elem_key);
+  }
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override {
+    return child_->MatchesValue(value, elem_key);
+  }
+  const MatchExpression* child() const { return child_.get(); }
+
+ private:
+  bson_t* backing_;  // owned
+  ExprPtr child_;    // points into backing_
+};
+
+// A predicate on the values a path yields.  An empty path ("") is used by
+// the operator form of $elemMatch, where only MatchesValue() is called.
+class PathExpression : public MatchExpression {
+ public:
+  PathExpression(ExprKind kind, std::string_view path, bool traverse_leaf_arrays)
+      : MatchExpression(kind), path_(path), traverse_leaf_arrays_(traverse_leaf_arrays) {}
+  bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const final;
+  const FieldPath& path() const { return path_; }
+
+ private:
+  FieldPath path_;
+  bool traverse_leaf_arrays_;
+};
+
+// $eq, $lt, $lte, $gt, $gte (and implicit equality), with MongoDB's type
+// bracketing: values of another canonical type never match, except for
+// null vs undefined and MinKey/MaxKey operands.
+class ComparisonExpression final : public PathExpression {
+ public:
+  ComparisonExpression(ExprKind kind, std::string_view path, const bson_value_t& rhs)
+      : PathExpression(kind, path, true), rhs_(rhs) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+  const bson_value_t& rhs() const { return rhs_; }
+
+ private:
+  bson_value_t rhs_;  // points into the filter
+};
+
+class InExpression final : public PathExpression {
+ public:
+  // `equalities` need not be sorted or unique.
+  InExpression(std::string_view path, std::vector<bson_value_t> equalities,
+               std::vector<std::unique_ptr<RegexMatcher>> regexes);
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+  const std::vector<bson_value_t>& equalities() const { return equalities_; }
+  size_t regex_count() const { return regexes_.size(); }
+
+ private:
+  std::vector<bson_value_t> equalities_;  // sorted by CompareValues, unique
+  std::vector<std::unique_ptr<RegexMatcher>> regexes_;
+  bool has_null_ = false;
+};
+
+class RegexExpression final : public PathExpression {
+ public:
+  RegexExpression(std::string_view path, std::unique_ptr<RegexMatcher> re)
+      : PathExpression(ExprKind::kRegex, path, true), re_(std::move(re)) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+  // The shared test used by $regex and $in's regexes.
+  static bool Matches(const RegexMatcher& re, const bson_value_t& value);
+
+ private:
+  std::unique_ptr<RegexMatcher> re_;
+};
+
+class ExistsExpression final : public PathExpression {
+ public:
+  explicit ExistsExpression(std::string_view path) : PathExpression(ExprKind::kExists, path, true) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+};
+
+class TypeExpression final : public PathExpression {
+ public:
+  TypeExpression(std::string_view path, std::bitset<256> types, bool all_numbers)
+      : PathExpression(ExprKind::kType, path, true), types_(types), all_numbers_(all_numbers) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+ private:
+  std::bitset<256> types_;  // indexed by the bson_type_t byte
+  bool all_numbers_;
+};
+
+class ModExpression final : public PathExpression {
+ public:
+  ModExpression(std::string_view path, int64_t divisor, int64_t remainder)
+      : PathExpression(ExprKind::kMod, path, true), divisor_(divisor), remainder_(remainder) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+ private:
+  int64_t divisor_;  // never 0
+  int64_t remainder_;
+};
+
+// $size: tests the array itself (a leaf array is not traversed).
+class SizeExpression final : public PathExpression {
+ public:
+  SizeExpression(std::string_view path, int64_t size)
+      : PathExpression(ExprKind::kSize, path, false), size_(size) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+ private:
+  int64_t size_;
+};
+
+// {a: {$elemMatch: {b: 1, c: {$gt: 2}}}}: some element of the array (a
+// document, or an array seen as a document) matches the sub-filter.
+class ElemMatchObjectExpression final : public PathExpression {
+ public:
+  ElemMatchObjectExpression(std::string_view path, ExprPtr sub)
+      : PathExpression(ExprKind::kElemMatchObject, path, false), sub_(std::move(sub)) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+ private:
+  ExprPtr sub_;
+};
+
+// {a: {$elemMatch: {$gt: 1, $lt: 5}}}: some element satisfies all operators.
+class ElemMatchValueExpression final : public PathExpression {
+ public:
+  ElemMatchValueExpression(std::string_view path, std::vector<ExprPtr> subs)
+      : PathExpression(ExprKind::kElemMatchValue, path, false), subs_(std::move(subs)) {}
+  bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+
+ private:
+  std::vector<ExprPtr> subs_;
+};
+
+}  // namespace query
+}  // namespace gatedb
+
+#endif  // GATEDB_ENGINE_QUERY_MATCH_EXPRESSION_H_

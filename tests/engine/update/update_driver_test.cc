@@ -1,0 +1,842 @@
+#include "engine/update/update_driver.h"
+
+#include <string>
+#include <vector>
+
+#include "tests/testutil/test_util.h"
+
+namespace gatedb {
+namespace update {
+namespace {
+
+constexpr int64_t kNow = 1700000000123;
+
+// One table row: apply `update` to `doc`; expect the document `want` (exact
+// bytes: types and field order), "=" for "unchanged, byte for byte", or the
+// error `error` (from Parse or Apply).
+struct Case {
+  std::string name;
+  std::string doc;
+  std::string update;
+  std::string want;
+  ErrorCode error = ErrorCode::kOK;
+  bool insert = false;
+  std::optional<size_t> positional;
+  std::string version_field = "version";
+};
+
+// Keeps gtest from printing the struct's bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.update << " on " << c.doc; }
+
+Case Ok(std::string name, std::string doc, std::string update, std::string want) {
+  Case c;
+  c.name = std::move(name);
+  c.doc = std::move(doc);
+  c.update = std::move(update);
+  c.want = std::move(want);
+  return c;
+}
+
+Case Err(std::string name, std::string doc, std::string update, ErrorCode error) {
+  Case c = Ok(std::move(name), std::move(doc), std::move(update), "");
+  c.error = error;
+  return c;
+}
+
+Case Insert(Case c) {
+  c.insert = true;
+  return c;
+}
+
+Case At(size_t index, Case c) {
+  c.positional = index;
+  return c;
+}
+
+Case VersionField(std::string field, Case c) {
+  c.version_field = std::move(field);
+  return c;
+}
+
+std::string Canonical(const bson_t* b) { return DocumentView(b).ToJson(JsonMode::kCanonical); }
+
+// Runs one update; returns the Status of Parse or Apply, and the result.
+Status RunUpdate(const bson_t* doc, const bson_t* update, const ApplyContext& ctx, Document* result,
+                 const std::string& version_field = "version", bool* bumps = nullptr) {
+  UpdateOptions opts;
+  opts.version_field = version_field;
+  StatusOr<std::unique_ptr<UpdateDriver>> driver = UpdateDriver::Parse(update, opts);
+  if (!driver.ok()) return driver.status();
+  if (bumps != nullptr) *bumps = (*driver)->bumps_version();
+  bson_t out = BSON_INITIALIZER;
+  Status s = (*driver)->Apply(doc, ctx, &out);
+  if (!s.ok()) {
+    EXPECT_EQ(5u, out.len) << "out must be left empty on error";
+  }
+  *result = Document::Copy(&out);
+  bson_destroy(&out);
+  return s;
+}
+
+class UpdateCaseTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(UpdateCaseTest, Applies) {
+  const Case& c = GetParam();
+  SCOPED_TRACE("doc " + c.doc + "  update " + c.update);
+  Document doc = test::Json(c.doc);
+  Document update = test::Json(c.update);
+  ApplyContext ctx;
+  ctx.is_upsert_insert = c.insert;
+  ctx.positional_index = c.positional;
+  ctx.now_millis = kNow;
+  Document result;
+  Status s = RunUpdate(doc.bson(), update.bson(), ctx, &result, c.version_field);
+  if (c.error != ErrorCode::kOK) {
+    EXPECT_THAT(s, test::StatusIs(c.error));
+    return;
+  }
+  ASSERT_OK(s);
+  Document want = c.want == "=" ? doc : test::Json(c.want);
+  EXPECT_TRUE(BinaryEqual(want.view(), result.view()))
+      << "want " << Canonical(want.bson()) << "\n got " << Canonical(result.bson());
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
+
+#define UPDATE_CASES(suite, ...) \
+  INSTANTIATE_TEST_SUITE_P(suite, UpdateCaseTest, ::testing::ValuesIn(std::vector<Case>{__VA_ARGS__}), CaseName)
+
+constexpr ErrorCode kBadValue = ErrorCode::kBadValue;
+constexpr ErrorCode kFailedToParse = ErrorCode::kFailedToParse;
+constexpr ErrorCode kTypeMismatch = ErrorCode::kTypeMismatch;
+constexpr ErrorCode kConflict = ErrorCode::kConflictingUpdateOperators;
+constexpr ErrorCode kImmutable = ErrorCode::kImmutableField;
+constexpr ErrorCode kNotViable = ErrorCode::kPathNotViable;
+
+UPDATE_CASES(
+    Set,
+    Ok("Existing", R"({"_id": 1, "a": 1, "b": 2})", R"({"$set": {"a": 5}})", R"({"_id": 1, "a": 5, "b": 2})"),
+    Ok("NewFieldAppended", R"({"_id": 1, "a": 1})", R"({"$set": {"c": 3}})", R"({"_id": 1, "a": 1, "c": 3})"),
+    Ok("NewFieldsInLexicographicOrder", R"({"_id": 1})", R"({"$set": {"z": 1, "b": 2, "a": 3}})",
+       R"({"_id": 1, "a": 3, "b": 2, "z": 1})"),
+    Ok("NumericNamesInNumericOrder", R"({"_id": 1})", R"({"$set": {"10": 1, "9": 2, "a": 3}})",
+       R"({"_id": 1, "9": 2, "10": 1, "a": 3})"),
+    Ok("DottedCreatesDocuments", R"({"_id": 1})", R"({"$set": {"a.b.c": 1}})", R"({"_id": 1, "a": {"b": {"c": 1}}})"),
+    Ok("DottedIntoExisting", R"({"_id": 1, "a": {"x": 1}})", R"({"$set": {"a.y": 2}})",
+       R"({"_id": 1, "a": {"x": 1, "y": 2}})"),
+    Ok("SiblingsUnderNewDocument", R"({"_id": 1})", R"({"$set": {"a.z": 1, "a.b": 2}})",
+       R"({"_id": 1, "a": {"b": 2, "z": 1}})"),
+    Ok("ArrayIndex", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$set": {"a.1": 9}})", R"({"_id": 1, "a": [1, 9, 3]})"),
+    Ok("ArrayIndexAppends", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.1": 9}})", R"({"_id": 1, "a": [1, 9]})"),
+    Ok("ArrayPadsWithNull", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.3": 9}})",
+       R"({"_id": 1, "a": [1, null, null, 9]})"),
+    Ok("ArrayPadThenDocument", R"({"_id": 1, "a": []})", R"({"$set": {"a.1.b": 1}})",
+       R"({"_id": 1, "a": [null, {"b": 1}]})"),
+    Ok("ArrayIndexesNumericOrder", R"({"_id": 1, "a": []})", R"({"$set": {"a.10": 1, "a.2": 2}})",
+       R"({"_id": 1, "a": [null, null, 2, null, null, null, null, null, null, null, 1]})"),
+    Ok("IntoArrayElementDocument", R"({"_id": 1, "a": [{"b": 1}, {"b": 2}]})", R"({"$set": {"a.1.c": 3}})",
+       R"({"_id": 1, "a": [{"b": 1}, {"b": 2, "c": 3}]})"),
+    Ok("NumericNameInDocument", R"({"_id": 1, "a": {"b": 1}})", R"({"$set": {"a.0": 5}})",
+       R"({"_id": 1, "a": {"b": 1, "0": 5}})"),
+    Ok("WholeSubdocument", R"({"_id": 1, "a": {"b": 1}, "z": 0})", R"({"$set": {"a": {"c": 2}}})",
+       R"({"_id": 1, "a": {"c": 2}, "z": 0})"),
+    Ok("SameValueIsByteIdentical", R"({"_id": 1, "a": 1, "b": {"c": [1, 2]}})", R"({"$set": {"a": 1, "b.c": [1, 2]}})",
+       "="),
+    Ok("SameNumberOtherTypeChangesType", R"({"_id": 1, "a": 1})", R"({"$set": {"a": 1.0}})", R"({"_id": 1, "a": 1.0})"),
+    Ok("EmptySetIsNoop", R"({"_id": 1, "a": 1})", R"({"$set": {}})", "="),
+    Ok("DottedAndDollarNamesInValuesAllowed", R"({"_id": 1})", R"({"$set": {"a": {"b.c": 1, "$d": 2}}})",
+       R"({"_id": 1, "a": {"b.c": 1, "$d": 2}})"),
+    Ok("NestedDollarNameAllowed", R"({"_id": 1})", R"({"$set": {"a.$x": 1}})", R"({"_id": 1, "a": {"$x": 1}})"),
+    Err("TopLevelDollarName", R"({"_id": 1})", R"({"$set": {"$x": 1}})", ErrorCode::kDollarPrefixedFieldName),
+    Err("ThroughScalar", R"({"_id": 1, "a": 5})", R"({"$set": {"a.b": 1}})", kNotViable),
+    Err("NonNumericIntoArray", R"({"_id": 1, "a": [{"b": 1}]})", R"({"$set": {"a.b": 2}})", kNotViable),
+    Err("EmptyPathComponent", R"({"_id": 1})", R"({"$set": {"a..b": 1}})", ErrorCode::kEmptyFieldName),
+    Err("TrailingDot", R"({"_id": 1})", R"({"$set": {"a.": 1}})", ErrorCode::kEmptyFieldName),
+    Err("EmptyPath", R"({"_id": 1})", R"({"$set": {"": 1}})", ErrorCode::kEmptyFieldName),
+    Err("PaddingLimit", R"({"_id": 1, "a": []})", R"({"$set": {"a.1500001": 1}})", kBadValue));
+
+UPDATE_CASES(
+    Unset,
+    Ok("Field", R"({"_id": 1, "a": 1, "b": 2})", R"({"$unset": {"a": ""}})", R"({"_id": 1, "b": 2})"),
+    Ok("MissingIsNoop", R"({"_id": 1, "a": 1})", R"({"$unset": {"x": 1}})", "="),
+    Ok("Nested", R"({"_id": 1, "a": {"b": 1, "c": 2}})", R"({"$unset": {"a.b": 1}})", R"({"_id": 1, "a": {"c": 2}})"),
+    Ok("ArrayElementBecomesNull", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$unset": {"a.1": 1}})",
+       R"({"_id": 1, "a": [1, null, 3]})"),
+    Ok("ThroughScalarIsNoop", R"({"_id": 1, "a": 5})", R"({"$unset": {"a.b": 1}})", "="),
+    Ok("ThroughArrayByNameIsNoop", R"({"_id": 1, "a": [{"b": 1}]})", R"({"$unset": {"a.b": 1}})", "="),
+    Ok("PastArrayEndIsNoop", R"({"_id": 1, "a": [1]})", R"({"$unset": {"a.5": 1}})", "="),
+    Ok("Several", R"({"_id": 1, "a": 1, "b": 2, "c": 3})", R"({"$unset": {"c": 1, "a": 1}})", R"({"_id": 1, "b": 2})"));
+
+UPDATE_CASES(
+    Inc,
+    Ok("Int32", R"({"_id": 1, "a": 1})", R"({"$inc": {"a": 2}})", R"({"_id": 1, "a": 3})"),
+    Ok("Missing", R"({"_id": 1})", R"({"$inc": {"a": 5}})", R"({"_id": 1, "a": 5})"),
+    Ok("MissingNested", R"({"_id": 1})", R"({"$inc": {"a.b": -1}})", R"({"_id": 1, "a": {"b": -1}})"),
+    Ok("Int32OverflowWidens", R"({"_id": 1, "a": 2147483647})", R"({"$inc": {"a": 1}})",
+       R"({"_id": 1, "a": {"$numberLong": "2147483648"}})"),
+    Ok("Int32UnderflowWidens", R"({"_id": 1, "a": -2147483648})", R"({"$inc": {"a": -1}})",
+       R"({"_id": 1, "a": {"$numberLong": "-2147483649"}})"),
+    Ok("Int32PlusInt64", R"({"_id": 1, "a": 1})", R"({"$inc": {"a": {"$numberLong": "2"}}})",
+       R"({"_id": 1, "a": {"$numberLong": "3"}})"),
+    Ok("IntPlusDouble", R"({"_id": 1, "a": 1})", R"({"$inc": {"a": 0.5}})", R"({"_id": 1, "a": 1.5})"),
+    Ok("DoublePlusInt", R"({"_id": 1, "a": 1.5})", R"({"$inc": {"a": 1}})", R"({"_id": 1, "a": 2.5})"),
+    Ok("ZeroIsNoop", R"({"_id": 1, "a": 5})", R"({"$inc": {"a": 0}})", "="),
+    Ok("ArrayElement", R"({"_id": 1, "a": [1, 2]})", R"({"$inc": {"a.1": 10}})", R"({"_id": 1, "a": [1, 12]})"),
+    Ok("DecimalOnMissingField", R"({"_id": 1})", R"({"$inc": {"a": {"$numberDecimal": "1.5"}}})",
+       R"({"_id": 1, "a": {"$numberDecimal": "1.5"}})"),
+    Err("Int64Overflow", R"({"_id": 1, "a": {"$numberLong": "9223372036854775807"}})", R"({"$inc": {"a": 1}})",
+        kBadValue),
+    Err("NonNumericOperand", R"({"_id": 1, "a": 1})", R"({"$inc": {"a": "x"}})", kTypeMismatch),
+    Err("NonNumericField", R"({"_id": 1, "a": "x"})", R"({"$inc": {"a": 1}})", kTypeMismatch),
+    Err("NullField", R"({"_id": 1, "a": null})", R"({"$inc": {"a": 1}})", kTypeMismatch),
+    Err("DecimalArithmetic", R"({"_id": 1, "a": {"$numberDecimal": "1.5"}})", R"({"$inc": {"a": 1}})",
+        kTypeMismatch),
+    Err("ThroughScalar", R"({"_id": 1, "a": 1})", R"({"$inc": {"a.b": 1}})", kNotViable));
+
+UPDATE_CASES(
+    Mul,
+    Ok("Int32", R"({"_id": 1, "a": 3})", R"({"$mul": {"a": 4}})", R"({"_id": 1, "a": 12})"),
+    Ok("ByDouble", R"({"_id": 1, "a": 2})", R"({"$mul": {"a": 1.5}})", R"({"_id": 1, "a": 3.0})"),
+    Ok("MissingIsZeroInt", R"({"_id": 1})", R"({"$mul": {"a": 5}})", R"({"_id": 1, "a": 0})"),
+    Ok("MissingIsZeroDouble", R"({"_id": 1})", R"({"$mul": {"a": 2.5}})", R"({"_id": 1, "a": 0.0})"),
+    Ok("MissingIsZeroLong", R"({"_id": 1})", R"({"$mul": {"a": {"$numberLong": "5"}}})",
+       R"({"_id": 1, "a": {"$numberLong": "0"}})"),
+    Ok("Int32OverflowWidens", R"({"_id": 1, "a": 65536})", R"({"$mul": {"a": 65536}})",
+       R"({"_id": 1, "a": {"$numberLong": "4294967296"}})"),
+    Ok("ByOneIsNoop", R"({"_id": 1, "a": 7})", R"({"$mul": {"a": 1}})", "="),
+    Err("Int64Overflow", R"({"_id": 1, "a": {"$numberLong": "4611686018427387904"}})", R"({"$mul": {"a": 4}})",
+        kBadValue),
+    Err("NonNumericOperand", R"({"_id": 1, "a": 1})", R"({"$mul": {"a": true}})", kTypeMismatch),
+    Err("NonNumericField", R"({"_id": 1, "a": [1]})", R"({"$mul": {"a": 2}})", kTypeMismatch),
+    Err("DecimalOnMissing", R"({"_id": 1})", R"({"$mul": {"a": {"$numberDecimal": "2"}}})", kTypeMismatch));
+
+UPDATE_CASES(
+    MinMax,
+    Ok("MinLower", R"({"_id": 1, "a": 5})", R"({"$min": {"a": 3}})", R"({"_id": 1, "a": 3})"),
+    Ok("MinHigherIsNoop", R"({"_id": 1, "a": 5})", R"({"$min": {"a": 7}})", "="),
+    Ok("MinEqualOtherTypeIsNoop", R"({"_id": 1, "a": 5})", R"({"$min": {"a": 5.0}})", "="),
+    Ok("MaxHigher", R"({"_id": 1, "a": 5})", R"({"$max": {"a": 7}})", R"({"_id": 1, "a": 7})"),
+    Ok("MaxLowerIsNoop", R"({"_id": 1, "a": 5})", R"({"$max": {"a": 3}})", "="),
+    Ok("MaxMissing", R"({"_id": 1})", R"({"$max": {"a.b": 3}})", R"({"_id": 1, "a": {"b": 3}})"),
+    Ok("MinAcrossTypes", R"({"_id": 1, "a": "x"})", R"({"$min": {"a": 1}})", R"({"_id": 1, "a": 1})"),
+    Ok("MaxOverNull", R"({"_id": 1, "a": null})", R"({"$max": {"a": 1}})", R"({"_id": 1, "a": 1})"),
+    Ok("MaxDates", R"({"_id": 1, "d": {"$date": {"$numberLong": "1000"}}})",
+       R"({"$max": {"d": {"$date": {"$numberLong": "2000"}}}})", R"({"_id": 1, "d": {"$date": {"$numberLong": "2000"}}})"));
+
+UPDATE_CASES(
+    Rename,
+    Ok("ToNewField", R"({"_id": 1, "a": 1, "b": 2})", R"({"$rename": {"a": "c"}})", R"({"_id": 1, "b": 2, "c": 1})"),
+    Ok("OverExistingKeepsItsPosition", R"({"_id": 1, "b": 2, "a": 1})", R"({"$rename": {"a": "b"}})",
+       R"({"_id": 1, "b": 1})"),
+    Ok("MissingSourceIsNoop", R"({"_id": 1, "a": 1})", R"({"$rename": {"x": "y"}})", "="),
+    Ok("NestedSource", R"({"_id": 1, "a": {"b": 1, "c": 2}})", R"({"$rename": {"a.b": "d"}})",
+       R"({"_id": 1, "a": {"c": 2}, "d": 1})"),
+    Ok("NestedDestination", R"({"_id": 1, "a": 1})", R"({"$rename": {"a": "b.c"}})", R"({"_id": 1, "b": {"c": 1}})"),
+    Ok("Subdocument", R"({"_id": 1, "a": {"x": [1, {"y": 2}]}, "z": 0})", R"({"$rename": {"a": "b"}})",
+       R"({"_id": 1, "z": 0, "b": {"x": [1, {"y": 2}]}})"),
+    Ok("TwoRenames", R"({"_id": 1, "a": 1, "b": 2})", R"({"$rename": {"a": "y", "b": "x"}})",
+       R"({"_id": 1, "x": 2, "y": 1})"),
+    Ok("ArraySourceValueAllowed", R"({"_id": 1, "a": [1, 2]})", R"({"$rename": {"a": "b"}})",
+       R"({"_id": 1, "b": [1, 2]})"),
+    Ok("MissingNestedSourceIsNoop", R"({"_id": 1, "a": {"b": 1}})", R"({"$rename": {"a.c": "d"}})", "="),
+    Ok("WithinOneDocument", R"({"_id": 1, "a": {"b": 1, "z": 0}})", R"({"$rename": {"a.b": "a.c"}})",
+       R"({"_id": 1, "a": {"z": 0, "c": 1}})"),
+    Ok("BesideASet", R"({"_id": 1, "a": {"b": 1}})", R"({"$rename": {"a.b": "x.y"}, "$set": {"x.z": 2, "a.c": 3}})",
+       R"({"_id": 1, "a": {"c": 3}, "x": {"y": 1, "z": 2}})"),
+    Err("SamePath", R"({"_id": 1, "a": 1})", R"({"$rename": {"a": "a"}})", kBadValue),
+    Err("IntoItself", R"({"_id": 1, "a": 1})", R"({"$rename": {"a": "a.b"}})", kBadValue),
+    Err("OutOfItself", R"({"_id": 1, "a": {"b": 1}})", R"({"$rename": {"a.b": "a"}})", kBadValue),
+    Err("TargetNotString", R"({"_id": 1, "a": 1})", R"({"$rename": {"a": 1}})", kBadValue),
+    Err("SourceInArray", R"({"_id": 1, "a": [{"b": 1}]})", R"({"$rename": {"a.0.b": "c"}})", kBadValue),
+    Err("DestinationInArray", R"({"_id": 1, "x": 1, "a": [{"b": 1}]})", R"({"$rename": {"x": "a.0.c"}})",
+        kBadValue),
+    Err("DestinationUnderArrayByName", R"({"_id": 1, "x": 1, "a": [1]})", R"({"$rename": {"x": "a.c"}})",
+        kBadValue),
+    Err("SourceThroughScalar", R"({"_id": 1, "a": 5})", R"({"$rename": {"a.b": "c"}})", kNotViable),
+    Err("SourceThroughArrayByName", R"({"_id": 1, "a": [{"b": 1}]})", R"({"$rename": {"a.b": "c"}})", kNotViable),
+    Err("DestinationThroughScalar", R"({"_id": 1, "a": 1, "b": 5})", R"({"$rename": {"a": "b.c"}})", kNotViable),
+    Err("DynamicSource", R"({"_id": 1})", R"({"$rename": {"a.$": "b"}})", kBadValue),
+    Err("DynamicDestination", R"({"_id": 1})", R"({"$rename": {"a": "b.$[]"}})", kBadValue),
+    Err("ConflictAtDestination", R"({"_id": 1})", R"({"$rename": {"a": "b"}, "$set": {"b": 1}})", kConflict),
+    Err("ConflictAtSource", R"({"_id": 1})", R"({"$rename": {"a": "b"}, "$set": {"a": 1}})", kConflict),
+    Err("TopLevelDollarDestination", R"({"_id": 1, "a": 1})", R"({"$rename": {"a": "$b"}})",
+        ErrorCode::kDollarPrefixedFieldName));
+
+UPDATE_CASES(
+    CurrentDate,
+    Ok("True", R"({"_id": 1})", R"({"$currentDate": {"a": true}})",
+       R"({"_id": 1, "a": {"$date": {"$numberLong": "1700000000123"}}})"),
+    Ok("FalseIsADateToo", R"({"_id": 1, "a": 1})", R"({"$currentDate": {"a": false}})",
+       R"({"_id": 1, "a": {"$date": {"$numberLong": "1700000000123"}}})"),
+    Ok("Timestamp", R"({"_id": 1})", R"({"$currentDate": {"t": {"$type": "timestamp"}}})",
+       R"({"_id": 1, "t": {"$timestamp": {"t": 1700000000, "i": 1}}})"),
+    Err("NotABoolOrDocument", R"({"_id": 1})", R"({"$currentDate": {"a": "x"}})", kBadValue),
+    Err("UnknownOption", R"({"_id": 1})", R"({"$currentDate": {"a": {"$type": "timestamp", "x": 1}}})", kBadValue),
+    Err("MissingType", R"({"_id": 1})", R"({"$currentDate": {"a": {}}})", kBadValue));
+
+UPDATE_CASES(
+    SetOnInsert,
+    Ok("IgnoredOnUpdate", R"({"_id": 1, "a": 1})", R"({"$setOnInsert": {"b": 2}})", "="),
+    Ok("IgnoredOnUpdateWithSet", R"({"_id": 1, "a": 1})", R"({"$setOnInsert": {"b": 2}, "$set": {"a": 3}})",
+       R"({"_id": 1, "a": 3})"),
+    Insert(Ok("AppliedOnInsert", R"({"_id": 1})", R"({"$setOnInsert": {"b": 2}})", R"({"_id": 1, "b": 2})")),
+    Insert(Ok("IdMovesFirstOnInsert", R"({"a": 1})", R"({"$set": {"b": 1}, "$setOnInsert": {"_id": 7}})",
+              R"({"_id": 7, "a": 1, "b": 1})")),
+    Insert(Ok("SeededIdMovesFirst", R"({"a": 1, "_id": 3})", R"({"$set": {"b": 1}})",
+              R"({"_id": 3, "a": 1, "b": 1})")),
+    Insert(Ok("OnlyVersionBumpStillMovesId", R"({"a": 1, "_id": 3})", R"({"$inc": {"version": 1}})",
+              R"({"_id": 3, "a": 1})")),
+    Insert(Err("ArrayIdOnInsert", R"({})", R"({"$setOnInsert": {"_id": [1]}})", ErrorCode::kInvalidIdField)),
+    Insert(Err("SeededIdIsImmutable", R"({"_id": 5})", R"({"$set": {"_id": 6}})", kImmutable)),
+    Err("ConflictWithSet", R"({"_id": 1})", R"({"$setOnInsert": {"a": 1}, "$set": {"a": 2}})", kConflict));
+
+UPDATE_CASES(
+    Push,
+    Ok("Append", R"({"_id": 1, "a": [1]})", R"({"$push": {"a": 2}})", R"({"_id": 1, "a": [1, 2]})"),
+    Ok("Missing", R"({"_id": 1})", R"({"$push": {"a": 2}})", R"({"_id": 1, "a": [2]})"),
+    Ok("ArrayIsOneElement", R"({"_id": 1, "a": []})", R"({"$push": {"a": [1, 2]}})", R"({"_id": 1, "a": [[1, 2]]})"),
+    Ok("DocumentWithoutEach", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"x": 1}}})",
+       R"({"_id": 1, "a": [{"x": 1}]})"),
+    Ok("Each", R"({"_id": 1, "a": [1]})", R"({"$push": {"a": {"$each": [2, 3]}}})", R"({"_id": 1, "a": [1, 2, 3]})"),
+    Ok("EachEmptyIsNoop", R"({"_id": 1, "a": [1]})", R"({"$push": {"a": {"$each": []}}})", "="),
+    Ok("EachNotFirst", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$slice": 1, "$each": [5, 6]}}})",
+       R"({"_id": 1, "a": [5]})"),
+    Ok("PositionZero", R"({"_id": 1, "a": [1, 2]})", R"({"$push": {"a": {"$each": [8, 9], "$position": 0}}})",
+       R"({"_id": 1, "a": [8, 9, 1, 2]})"),
+    Ok("PositionMiddle", R"({"_id": 1, "a": [1, 2]})", R"({"$push": {"a": {"$each": [9], "$position": 1}}})",
+       R"({"_id": 1, "a": [1, 9, 2]})"),
+    Ok("PositionNegative", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$push": {"a": {"$each": [9], "$position": -1}}})",
+       R"({"_id": 1, "a": [1, 2, 9, 3]})"),
+    Ok("PositionNegativePastFront", R"({"_id": 1, "a": [1, 2]})",
+       R"({"$push": {"a": {"$each": [9], "$position": -10}}})", R"({"_id": 1, "a": [9, 1, 2]})"),
+    Ok("PositionPastEnd", R"({"_id": 1, "a": [1, 2]})", R"({"$push": {"a": {"$each": [9], "$position": 10}}})",
+       R"({"_id": 1, "a": [1, 2, 9]})"),
+    Ok("PositionIntegralDouble", R"({"_id": 1, "a": [1, 2]})",
+       R"({"$push": {"a": {"$each": [9], "$position": 1.0}}})", R"({"_id": 1, "a": [1, 9, 2]})"),
+    Ok("SlicePositive", R"({"_id": 1, "a": [1, 2]})", R"({"$push": {"a": {"$each": [3, 4], "$slice": 3}}})",
+       R"({"_id": 1, "a": [1, 2, 3]})"),
+    Ok("SliceNegative", R"({"_id": 1, "a": [1, 2]})", R"({"$push": {"a": {"$each": [3, 4], "$slice": -2}}})",
+       R"({"_id": 1, "a": [3, 4]})"),
+    Ok("SliceZero", R"({"_id": 1, "a": [1, 2]})", R"({"$push": {"a": {"$each": [3], "$slice": 0}}})",
+       R"({"_id": 1, "a": []})"),
+    Ok("SliceWithEmptyEach", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$push": {"a": {"$each": [], "$slice": 1}}})",
+       R"({"_id": 1, "a": [1]})"),
+    Ok("SortAscending", R"({"_id": 1, "a": [3, 1]})", R"({"$push": {"a": {"$each": [2], "$sort": 1}}})",
+       R"({"_id": 1, "a": [1, 2, 3]})"),
+    Ok("SortDescending", R"({"_id": 1, "a": [3, 1]})", R"({"$push": {"a": {"$each": [2], "$sort": -1}}})",
+       R"({"_id": 1, "a": [3, 2, 1]})"),
+    Ok("SortMixedTypes", R"({"_id": 1, "a": ["b", 2, null]})", R"({"$push": {"a": {"$each": [1.5], "$sort": 1}}})",
+       R"({"_id": 1, "a": [null, 1.5, 2, "b"]})"),
+    Ok("SortByField", R"({"_id": 1, "a": [{"s": 2}, {"s": 1}]})",
+       R"({"$push": {"a": {"$each": [{"s": 3}], "$sort": {"s": -1}}}})",
+       R"({"_id": 1, "a": [{"s": 3}, {"s": 2}, {"s": 1}]})"),
+    Ok("SortByFieldThenSlice", R"({"_id": 1, "a": [{"s": 2}, {"s": 1}]})",
+       R"({"$push": {"a": {"$each": [{"s": 3}], "$sort": {"s": -1}, "$slice": 2}}})",
+       R"({"_id": 1, "a": [{"s": 3}, {"s": 2}]})"),
+    Ok("SortByDottedField", R"({"_id": 1, "a": [{"x": {"y": 2}}, {"x": {"y": 1}}]})",
+       R"({"$push": {"a": {"$each": [], "$sort": {"x.y": 1}}}})",
+       R"({"_id": 1, "a": [{"x": {"y": 1}}, {"x": {"y": 2}}]})"),
+    Ok("SortMissingFieldFirst", R"({"_id": 1, "a": [{"s": 1}, {"t": 1}, 5]})",
+       R"({"$push": {"a": {"$each": [], "$sort": {"s": 1}}}})", R"({"_id": 1, "a": [{"t": 1}, 5, {"s": 1}]})"),
+    Ok("SortBySecondKey", R"({"_id": 1, "a": [{"s": 1, "t": 1}, {"s": 1, "t": 2}, {"s": 0, "t": 9}]})",
+       R"({"$push": {"a": {"$each": [], "$sort": {"s": 1, "t": -1}}}})",
+       R"({"_id": 1, "a": [{"s": 0, "t": 9}, {"s": 1, "t": 2}, {"s": 1, "t": 1}]})"),
+    Ok("MissingWithModifiers", R"({"_id": 1})", R"({"$push": {"a": {"$each": [3, 1, 2], "$sort": 1, "$slice": 2}}})",
+       R"({"_id": 1, "a": [1, 2]})"),
+    Ok("Nested", R"({"_id": 1, "a": {"b": [1]}})", R"({"$push": {"a.b": 2}})", R"({"_id": 1, "a": {"b": [1, 2]}})"),
+    Err("NotAnArray", R"({"_id": 1, "a": "x"})", R"({"$push": {"a": 1}})", kBadValue),
+    Err("EachNotArray", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": 1}}})", kBadValue),
+    Err("UnknownClause", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$foo": 1}}})", kBadValue),
+    Err("SliceNotInteger", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$slice": "x"}}})",
+        kBadValue),
+    Err("SliceFractional", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$slice": 1.5}}})",
+        kBadValue),
+    Err("PositionFractional", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$position": 1.5}}})",
+        kBadValue),
+    Err("SortBadNumber", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$sort": 2}}})", kBadValue),
+    Err("SortEmptyPattern", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$sort": {}}}})",
+        kBadValue),
+    Err("SortBadDirection", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$sort": {"s": 0}}}})",
+        kBadValue),
+    Err("SortEmptyPart", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$sort": {"s.": 1}}}})",
+        kBadValue),
+    Err("SortBadType", R"({"_id": 1, "a": []})", R"({"$push": {"a": {"$each": [1], "$sort": "x"}}})", kBadValue));
+
+UPDATE_CASES(
+    AddToSet,
+    Ok("New", R"({"_id": 1, "a": [1, 2]})", R"({"$addToSet": {"a": 3}})", R"({"_id": 1, "a": [1, 2, 3]})"),
+    Ok("PresentIsNoop", R"({"_id": 1, "a": [1, 2]})", R"({"$addToSet": {"a": 2}})", "="),
+    Ok("NumbersByValue", R"({"_id": 1, "a": [1]})", R"({"$addToSet": {"a": 1.0}})", "="),
+    Ok("EachDeduplicates", R"({"_id": 1, "a": [1]})", R"({"$addToSet": {"a": {"$each": [2, 2, 1, 3]}}})",
+       R"({"_id": 1, "a": [1, 2, 3]})"),
+    Ok("Missing", R"({"_id": 1})", R"({"$addToSet": {"a": {"$each": [1, 1, 2]}}})", R"({"_id": 1, "a": [1, 2]})"),
+    Ok("DocumentFieldOrderMatters", R"({"_id": 1, "a": [{"x": 1, "y": 2}]})", R"({"$addToSet": {"a": {"y": 2, "x": 1}}})",
+       R"({"_id": 1, "a": [{"x": 1, "y": 2}, {"y": 2, "x": 1}]})"),
+    Ok("SameDocumentIsNoop", R"({"_id": 1, "a": [{"x": 1, "y": 2}]})", R"({"$addToSet": {"a": {"x": 1, "y": 2}}})",
+       "="),
+    Ok("EachNotFirstIsAValue", R"({"_id": 1, "a": []})", R"({"$addToSet": {"a": {"b": 1, "$each": [1]}}})",
+       R"({"_id": 1, "a": [{"b": 1, "$each": [1]}]})"),
+    Ok("ArrayValue", R"({"_id": 1, "a": [[1]]})", R"({"$addToSet": {"a": [1, 2]}})",
+       R"({"_id": 1, "a": [[1], [1, 2]]})"),
+    Err("NotAnArray", R"({"_id": 1, "a": 1})", R"({"$addToSet": {"a": 1}})", kBadValue),
+    Err("EachNotArray", R"({"_id": 1, "a": []})", R"({"$addToSet": {"a": {"$each": 1}}})", kTypeMismatch),
+    Err("FieldsAfterEach", R"({"_id": 1, "a": []})", R"({"$addToSet": {"a": {"$each": [1], "b": 1}}})", kBadValue));
+
+UPDATE_CASES(
+    Pull,
+    Ok("Value", R"({"_id": 1, "a": [1, 2, 1, 3]})", R"({"$pull": {"a": 1}})", R"({"_id": 1, "a": [2, 3]})"),
+    Ok("AbsentIsNoop", R"({"_id": 1, "a": [1, 2]})", R"({"$pull": {"a": 5}})", "="),
+    Ok("NumbersByValue", R"({"_id": 1, "a": [1, 2]})", R"({"$pull": {"a": 1.0}})", R"({"_id": 1, "a": [2]})"),
+    Ok("ArrayValueExactly", R"({"_id": 1, "a": [[1, 2], [3], 1]})", R"({"$pull": {"a": [1, 2]}})",
+       R"({"_id": 1, "a": [[3], 1]})"),
+    Ok("MissingIsNoop", R"({"_id": 1})", R"({"$pull": {"a": 1}})", "="),
+    Ok("EverythingPulled", R"({"_id": 1, "a": [1, 1]})", R"({"$pull": {"a": 1}})", R"({"_id": 1, "a": []})"),
+    Err("NotAnArray", R"({"_id": 1, "a": 1})", R"({"$pull": {"a": 1}})", kBadValue),
+    Err("ThroughScalar", R"({"_id": 1, "a": 5})", R"({"$pull": {"a.b": 1}})", kNotViable));
+
+// Conditions use the query matcher (engine/query/matcher.h).
+UPDATE_CASES(
+    ConditionalPull,
+    Ok("Comparison", R"({"_id": 1, "a": [1, 5, 6, 7]})", R"({"$pull": {"a": {"$gte": 6}}})",
+       R"({"_id": 1, "a": [1, 5]})"),
+    Ok("TwoComparisons", R"({"_id": 1, "a": [1, 5, 6, 7]})", R"({"$pull": {"a": {"$gt": 1, "$lt": 7}}})",
+       R"({"_id": 1, "a": [1, 7]})"),
+    Ok("In", R"({"_id": 1, "a": ["x", "y", "z"]})", R"({"$pull": {"a": {"$in": ["x", "z"]}}})",
+       R"({"_id": 1, "a": ["y"]})"),
+    Ok("Regex", R"({"_id": 1, "a": ["apple", "banana", "avocado"]})", R"({"$pull": {"a": {"$regex": "^a"}}})",
+       R"({"_id": 1, "a": ["banana"]})"),
+    Ok("NoMatchIsNoop", R"({"_id": 1, "a": [1, 2]})", R"({"$pull": {"a": {"$gt": 5}}})", "="),
+    Ok("DocumentQuery", R"({"_id": 1, "a": [{"x": 1, "y": 1}, {"x": 2}, 1]})", R"({"$pull": {"a": {"x": 1}}})",
+       R"({"_id": 1, "a": [{"x": 2}, 1]})"),
+    Ok("DocumentQueryWithOperator", R"({"_id": 1, "a": [{"s": 8, "i": "B"}, {"s": 9, "i": "A"}, {"s": 8, "i": "C"}]})",
+       R"({"$pull": {"a": {"s": 8, "i": {"$in": ["B", "A"]}}}})",
+       R"({"_id": 1, "a": [{"s": 9, "i": "A"}, {"s": 8, "i": "C"}]})"),
+    Ok("DocumentQueryOnNestedArray", R"({"_id": 1, "a": [{"t": [1, 2]}, {"t": [3]}]})",
+       R"({"$pull": {"a": {"t": 2}}})", R"({"_id": 1, "a": [{"t": [3]}]})"),
+    Ok("EmptyDocumentPullsDocuments", R"({"_id": 1, "a": [{"x": 1}, 2, {}]})", R"({"$pull": {"a": {}}})",
+       R"({"_id": 1, "a": [2]})"),
+    Ok("ElemMatchOnArrays", R"({"_id": 1, "a": [[1, 2], [3, 4]]})", R"({"$pull": {"a": {"$elemMatch": {"$gt": 3}}}})",
+       R"({"_id": 1, "a": [[1, 2]]})"),
+    Ok("InEachElementOfAll", R"({"_id": 1, "a": [[1, 6], [7]]})", R"({"$pull": {"a.$[]": {"$gte": 6}}})",
+       R"({"_id": 1, "a": [[1], []]})"),
+    Err("BadOperator", R"({"_id": 1, "a": [1]})", R"({"$pull": {"a": {"x": {"$foo": 1}}}})", kBadValue));
+
+UPDATE_CASES(
+    PullAll,
+    Ok("Values", R"({"_id": 1, "a": [1, 2, 3, 1]})", R"({"$pullAll": {"a": [1, 3]}})", R"({"_id": 1, "a": [2]})"),
+    Ok("NoneIsNoop", R"({"_id": 1, "a": [1, 2]})", R"({"$pullAll": {"a": [5]}})", "="),
+    Ok("Documents", R"({"_id": 1, "a": [{"x": 1}, {"x": 1, "y": 1}]})", R"({"$pullAll": {"a": [{"x": 1}]}})",
+       R"({"_id": 1, "a": [{"x": 1, "y": 1}]})"),
+    Ok("MissingIsNoop", R"({"_id": 1})", R"({"$pullAll": {"a": [1]}})", "="),
+    Err("NotAnArrayArgument", R"({"_id": 1, "a": [1]})", R"({"$pullAll": {"a": 1}})", kBadValue),
+    Err("NotAnArrayField", R"({"_id": 1, "a": "x"})", R"({"$pullAll": {"a": [1]}})", kBadValue));
+
+UPDATE_CASES(
+    Pop,
+    Ok("Last", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$pop": {"a": 1}})", R"({"_id": 1, "a": [1, 2]})"),
+    Ok("First", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$pop": {"a": -1}})", R"({"_id": 1, "a": [2, 3]})"),
+    Ok("LongAndDouble", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$pop": {"a": -1.0}})", R"({"_id": 1, "a": [2, 3]})"),
+    Ok("EmptyIsNoop", R"({"_id": 1, "a": []})", R"({"$pop": {"a": 1}})", "="),
+    Ok("MissingIsNoop", R"({"_id": 1})", R"({"$pop": {"a": 1}})", "="),
+    Err("NotAnArray", R"({"_id": 1, "a": 1})", R"({"$pop": {"a": 1}})", kTypeMismatch),
+    Err("Two", R"({"_id": 1, "a": [1]})", R"({"$pop": {"a": 2}})", kFailedToParse),
+    Err("NotANumber", R"({"_id": 1, "a": [1]})", R"({"$pop": {"a": "x"}})", kFailedToParse),
+    Err("ThroughScalar", R"({"_id": 1, "a": 1})", R"({"$pop": {"a.b": 1}})", kNotViable));
+
+UPDATE_CASES(
+    Bit,
+    Ok("And", R"({"_id": 1, "a": 5})", R"({"$bit": {"a": {"and": 3}}})", R"({"_id": 1, "a": 1})"),
+    Ok("Or", R"({"_id": 1, "a": 5})", R"({"$bit": {"a": {"or": 3}}})", R"({"_id": 1, "a": 7})"),
+    Ok("Xor", R"({"_id": 1, "a": 5})", R"({"$bit": {"a": {"xor": 3}}})", R"({"_id": 1, "a": 6})"),
+    Ok("Several", R"({"_id": 1, "a": 5})", R"({"$bit": {"a": {"and": 4, "or": 2}}})", R"({"_id": 1, "a": 6})"),
+    Ok("LongOperand", R"({"_id": 1, "a": 5})", R"({"$bit": {"a": {"or": {"$numberLong": "8"}}}})",
+       R"({"_id": 1, "a": {"$numberLong": "13"}})"),
+    Ok("Missing", R"({"_id": 1})", R"({"$bit": {"a": {"or": 5}}})", R"({"_id": 1, "a": 5})"),
+    Ok("OrZeroIsNoop", R"({"_id": 1, "a": 5})", R"({"$bit": {"a": {"or": 0}}})", "="),
+    Err("NonIntegralField", R"({"_id": 1, "a": 1.5})", R"({"$bit": {"a": {"and": 1}}})", kBadValue),
+    Err("UnknownOperation", R"({"_id": 1, "a": 1})", R"({"$bit": {"a": {"nand": 1}}})", kBadValue),
+    Err("DoubleOperand", R"({"_id": 1, "a": 1})", R"({"$bit": {"a": {"and": 1.0}}})", kBadValue),
+    Err("NotADocument", R"({"_id": 1, "a": 1})", R"({"$bit": {"a": 1}})", kBadValue),
+    Err("NoOperation", R"({"_id": 1, "a": 1})", R"({"$bit": {"a": {}}})", kBadValue));
+
+UPDATE_CASES(
+    Positional,
+    At(1, Ok("DocumentElement", R"({"_id": 1, "a": [{"b": 1}, {"b": 2}]})", R"({"$set": {"a.$.b": 5}})",
+             R"({"_id": 1, "a": [{"b": 1}, {"b": 5}]})")),
+    At(2, Ok("ScalarElement", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$inc": {"a.$": 10}})",
+             R"({"_id": 1, "a": [1, 2, 13]})")),
+    At(0, Ok("WithOtherIndex", R"({"_id": 1, "a": [0, 0]})", R"({"$set": {"a.$": 1, "a.1": 2}})",
+             R"({"_id": 1, "a": [1, 2]})")),
+    At(0, Ok("MergesWithSameIndexSubpaths", R"({"_id": 1, "a": [{"x": 0}]})", R"({"$set": {"a.$.y": 1, "a.0.z": 2}})",
+             R"({"_id": 1, "a": [{"x": 0, "y": 1, "z": 2}]})")),
+    At(3, Ok("PastTheEndPads", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.$": 5}})",
+             R"({"_id": 1, "a": [1, null, null, 5]})")),
+    At(0, Ok("Unset", R"({"_id": 1, "a": [1, 2]})", R"({"$unset": {"a.$": 1}})", R"({"_id": 1, "a": [null, 2]})")),
+    At(1, Ok("Push", R"({"_id": 1, "a": [{"t": []}, {"t": [1]}]})", R"({"$push": {"a.$.t": 2}})",
+             R"({"_id": 1, "a": [{"t": []}, {"t": [1, 2]}]})")),
+    Err("NoMatch", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.$": 5}})", kBadValue),
+    Err("First", R"({"_id": 1, "a": [1]})", R"({"$set": {"$.a": 5}})", kBadValue),
+    Err("TwoPositionals", R"({"_id": 1, "a": [[1]]})", R"({"$set": {"a.$.$": 5}})", kBadValue),
+    At(1, Err("ResolvesOntoAnotherPath", R"({"_id": 1, "a": [0, 0]})", R"({"$set": {"a.$": 1, "a.1": 2}})",
+              kConflict)));
+
+UPDATE_CASES(
+    AllPositional,
+    Ok("Scalars", R"({"_id": 1, "a": [1, 2, 3]})", R"({"$inc": {"a.$[]": 1}})", R"({"_id": 1, "a": [2, 3, 4]})"),
+    Ok("Documents", R"({"_id": 1, "a": [{"b": 1}, {"b": 2}]})", R"({"$set": {"a.$[].c": 0}})",
+       R"({"_id": 1, "a": [{"b": 1, "c": 0}, {"b": 2, "c": 0}]})"),
+    Ok("TwoOperators", R"({"_id": 1, "a": [{}, {"y": 0}]})", R"({"$set": {"a.$[].y": 2, "a.$[].x": 1}})",
+       R"({"_id": 1, "a": [{"x": 1, "y": 2}, {"y": 2, "x": 1}]})"),
+    Ok("Nested", R"({"_id": 1, "a": [[1, 2], [3]]})", R"({"$inc": {"a.$[].$[]": 1}})",
+       R"({"_id": 1, "a": [[2, 3], [4]]})"),
+    Ok("EmptyArrayIsNoop", R"({"_id": 1, "a": []})", R"({"$set": {"a.$[].b": 1}})", "="),
+    Ok("UnderDocument", R"({"_id": 1, "d": {"a": [1, 1]}})", R"({"$set": {"d.a.$[]": 7}})",
+       R"({"_id": 1, "d": {"a": [7, 7]}})"),
+    Ok("IncCreatesInEach", R"({"_id": 1, "a": [{}, {"n": 1}]})", R"({"$inc": {"a.$[].n": 1}})",
+       R"({"_id": 1, "a": [{"n": 1}, {"n": 2}]})"),
+    Ok("PullFromEach", R"({"_id": 1, "a": [[1, 2], [2, 3]]})", R"({"$pull": {"a.$[]": 2}})",
+       R"({"_id": 1, "a": [[1], [3]]})"),
+    Err("Missing", R"({"_id": 1})", R"({"$set": {"a.$[]": 1}})", kBadValue),
+    Err("NotAnArray", R"({"_id": 1, "a": 5})", R"({"$set": {"a.$[]": 1}})", kBadValue),
+    Err("ScalarElements", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.$[].b": 1}})", kNotViable),
+    Err("ConflictsWithIndex", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.$[]": 1, "a.0": 2}})", kConflict),
+    Err("ConflictsWithSubpath", R"({"_id": 1, "a": [{}]})", R"({"$set": {"a.$[]": 1, "a.$[].b": 2}})", kConflict),
+    Err("ArrayFiltersUnsupported", R"({"_id": 1, "a": [1]})", R"({"$set": {"a.$[x]": 1}})", kBadValue),
+    Err("First", R"({"_id": 1, "a": [1]})", R"({"$set": {"$[]": 1}})", kBadValue));
+
+UPDATE_CASES(
+    VersionField,
+    Ok("IncByOneIsAbsorbed", R"({"_id": 1, "version": 3, "a": 1})", R"({"$inc": {"version": 1}})", "="),
+    Ok("IncByOneWithOtherOperators", R"({"_id": 1, "version": 3, "a": 1})",
+       R"({"$inc": {"version": 1, "a": 1}})", R"({"_id": 1, "version": 3, "a": 2})"),
+    Ok("IncByOneDouble", R"({"_id": 1, "version": 3})", R"({"$inc": {"version": 1.0}})", "="),
+    Ok("IncByOneLong", R"({"_id": 1, "version": 3})", R"({"$inc": {"version": {"$numberLong": "1"}}})", "="),
+    Ok("IncByOneDecimal", R"({"_id": 1, "version": 3})", R"({"$inc": {"version": {"$numberDecimal": "1.0"}}})",
+       "="),
+    Err("IncByTwo", R"({"_id": 1, "version": 3})", R"({"$inc": {"version": 2}})", kImmutable),
+    Err("Set", R"({"_id": 1, "version": 3})", R"({"$set": {"version": 4}})", kImmutable),
+    Err("SetSameValue", R"({"_id": 1, "version": 3})", R"({"$set": {"version": 3}})", kImmutable),
+    Err("SetBelow", R"({"_id": 1, "version": 3})", R"({"$set": {"version.x": 1}})", kImmutable),
+    Err("Unset", R"({"_id": 1, "version": 3})", R"({"$unset": {"version": 1}})", kImmutable),
+    Err("RenameFrom", R"({"_id": 1, "version": 3})", R"({"$rename": {"version": "v"}})", kImmutable),
+    Err("RenameTo", R"({"_id": 1, "version": 3, "a": 1})", R"({"$rename": {"a": "version"}})", kImmutable),
+    Err("Mul", R"({"_id": 1, "version": 3})", R"({"$mul": {"version": 1}})", kImmutable),
+    Err("Max", R"({"_id": 1, "version": 3})", R"({"$max": {"version": 9}})", kImmutable),
+    Err("CurrentDate", R"({"_id": 1, "version": 3})", R"({"$currentDate": {"version": true}})", kImmutable),
+    Err("SetOnInsert", R"({"_id": 1})", R"({"$setOnInsert": {"version": 0}})", kImmutable),
+    Err("Push", R"({"_id": 1})", R"({"$push": {"version": 0}})", kImmutable),
+    VersionField("rev", Ok("OtherNameLeavesVersionFree", R"({"_id": 1, "rev": 2, "version": 3})",
+                           R"({"$set": {"version": 4}, "$inc": {"rev": 1}})", R"({"_id": 1, "rev": 2, "version": 4})")),
+    VersionField("rev", Err("OtherNameIsGuarded", R"({"_id": 1, "rev": 2})", R"({"$set": {"rev": 4}})", kImmutable)),
+    VersionField("meta.v", Err("DottedParentIsGuarded", R"({"_id": 1, "meta": {"v": 2}})",
+                               R"({"$set": {"meta": {}}})", kImmutable)),
+    VersionField("meta.v", Ok("DottedSiblingIsFree", R"({"_id": 1, "meta": {"v": 2}})",
+                              R"({"$set": {"meta.x": 1}})", R"({"_id": 1, "meta": {"v": 2, "x": 1}})")),
+    VersionField("meta.v", Ok("DottedIncByOne", R"({"_id": 1, "meta": {"v": 2}})", R"({"$inc": {"meta.v": 1}})",
+                              "=")));
+
+UPDATE_CASES(
+    Id,
+    Ok("SetSameValue", R"({"_id": 1, "a": 1})", R"({"$set": {"_id": 1, "a": 2}})", R"({"_id": 1, "a": 2})"),
+    Ok("SetSameSubfield", R"({"_id": {"a": 1, "b": 2}})", R"({"$set": {"_id.b": 2}})", "="),
+    Err("SetOtherValue", R"({"_id": 1})", R"({"$set": {"_id": 2}})", kImmutable),
+    Err("SetSameNumberOtherType", R"({"_id": 1})", R"({"$set": {"_id": 1.0}})", kImmutable),
+    Err("SetSubfield", R"({"_id": {"a": 1}})", R"({"$set": {"_id.a": 2}})", kImmutable),
+    Err("AddSubfield", R"({"_id": {"a": 1}})", R"({"$set": {"_id.b": 2}})", kImmutable),
+    Err("Unset", R"({"_id": 1})", R"({"$unset": {"_id": 1}})", kImmutable),
+    Err("Inc", R"({"_id": 1})", R"({"$inc": {"_id": 1}})", kImmutable),
+    Err("RenameAway", R"({"_id": 1})", R"({"$rename": {"_id": "x"}})", kImmutable),
+    Err("RenameOnto", R"({"_id": 1, "x": 2})", R"({"$rename": {"x": "_id"}})", kImmutable),
+    Insert(Ok("SetOnUpsertWithoutId", R"({"a": 1})", R"({"$set": {"_id": 5}})", R"({"_id": 5, "a": 1})")));
+
+UPDATE_CASES(
+    Conflicts,
+    Err("SamePathTwoOperators", R"({"_id": 1})", R"({"$set": {"a": 1}, "$inc": {"a": 1}})", kConflict),
+    Err("PathThenPrefix", R"({"_id": 1})", R"({"$set": {"a.b": 1, "a": 1}})", kConflict),
+    Err("PrefixThenPath", R"({"_id": 1})", R"({"$set": {"a": 1}, "$unset": {"a.b.c": 1}})", kConflict),
+    Err("SetAndPush", R"({"_id": 1})", R"({"$set": {"a.0": 1}, "$push": {"a": 1}})", kConflict),
+    Ok("SiblingsDoNotConflict", R"({"_id": 1})", R"({"$set": {"a.b": 1}, "$inc": {"a.c": 1}})",
+       R"({"_id": 1, "a": {"b": 1, "c": 1}})"),
+    Ok("SharedPrefixNamesDoNotConflict", R"({"_id": 1})", R"({"$set": {"a": 1, "ab": 2}})",
+       R"({"_id": 1, "a": 1, "ab": 2})"));
+
+UPDATE_CASES(
+    Parse,
+    Err("UnknownModifier", R"({"_id": 1})", R"({"$foo": {"a": 1}})", kFailedToParse),
+    Err("MixedOperatorAndField", R"({"_id": 1})", R"({"$set": {"a": 1}, "b": 2})", kFailedToParse),
+    Err("OperatorArgumentNotDocument", R"({"_id": 1})", R"({"$set": 5})", kFailedToParse),
+    Err("ReplacementWithOperator", R"({"_id": 1})", R"({"a": 1, "$set": {"b": 1}})",
+        ErrorCode::kDollarPrefixedFieldName),
+    Err("ReplacementWithArrayId", R"({"_id": 1})", R"({"_id": [1], "a": 1})", ErrorCode::kInvalidIdField));
+
+UPDATE_CASES(
+    Replacement,
+    Ok("KeepsId", R"({"_id": 1, "a": 1})", R"({"b": 2})", R"({"_id": 1, "b": 2})"),
+    Ok("IdMovesFirst", R"({"_id": 1, "a": 1})", R"({"b": 2, "_id": 1})", R"({"_id": 1, "b": 2})"),
+    Ok("SameIdOtherTypeKeepsStoredId", R"({"_id": 1, "a": 1})", R"({"_id": 1.0, "a": 2})", R"({"_id": 1, "a": 2})"),
+    Ok("EmptyReplacement", R"({"_id": 1, "a": 1})", R"({})", R"({"_id": 1})"),
+    Ok("SameDocumentIsByteIdentical", R"({"_id": 1, "a": 1, "b": [1]})", R"({"a": 1, "b": [1]})", "="),
+    Ok("NestedDollarFieldsAllowed", R"({"_id": 1})", R"({"a": {"$b": 1}})", R"({"_id": 1, "a": {"$b": 1}})"),
+    Ok("VersionCarriedAtItsIndex", R"({"_id": 1, "version": 3, "a": 1})", R"({"a": 2})",
+       R"({"_id": 1, "version": 3, "a": 2})"),
+    Ok("VersionCarriedAtEnd", R"({"_id": 1, "a": 1, "version": 3})", R"({"a": 2, "b": 1})",
+       R"({"_id": 1, "a": 2, "version": 3, "b": 1})"),
+    Ok("VersionSameValueKeepsStoredBytes", R"({"_id": 1, "version": 3, "a": 1})", R"({"a": 2, "version": 3.0})",
+       R"({"_id": 1, "a": 2, "version": 3})"),
+    Ok("UnchangedWithVersionIsByteIdentical", R"({"_id": 1, "version": 3, "a": 1})", R"({"a": 1})", "="),
+    Ok("NoVersionAnywhere", R"({"_id": 1, "a": 1})", R"({"b": 1})", R"({"_id": 1, "b": 1})"),
+    Ok("ZeroVersionForUnversionedDocument", R"({"_id": 1, "a": 1})", R"({"b": 1, "version": 0})",
+       R"({"_id": 1, "b": 1})"),
+    Ok("ZeroTimestampFilled", R"({"_id": 1})", R"({"t": {"$timestamp": {"t": 0, "i": 0}}})",
+       R"({"_id": 1, "t": {"$timestamp": {"t": 1700000000, "i": 1}}})"),
+    Insert(Ok("UpsertTakesReplacementId", R"({"a": 1})", R"({"b": 2, "_id": 9})", R"({"_id": 9, "b": 2})")),
+    Insert(Ok("UpsertWithoutId", R"({"a": 1})", R"({"b": 2})", R"({"b": 2})")),
+    Err("OtherId", R"({"_id": 1, "a": 1})", R"({"_id": 2})", kImmutable),
+    Err("OtherVersion", R"({"_id": 1, "version": 3})", R"({"version": 4})", kImmutable),
+    Err("NonNumericVersion", R"({"_id": 1, "version": 3})", R"({"version": "3"})", kImmutable),
+    Err("VersionForUnversionedDocument", R"({"_id": 1})", R"({"version": 1})", kImmutable));
+
+UPDATE_CASES(
+    FieldOrder,
+    Ok("ExistingKeepPositionNewAppended", R"({"_id": 1, "a": 1, "b": 2, "c": 3})",
+       R"({"$set": {"d": 0, "c": 0, "a": 0}})", R"({"_id": 1, "a": 0, "b": 2, "c": 0, "d": 0})"),
+    Ok("NewPathsSortedAcrossOperators", R"({"_id": 1})", R"({"$set": {"b.y": 1, "c": 1}, "$inc": {"a": 1, "b.x": 1}})",
+       R"({"_id": 1, "a": 1, "b": {"x": 1, "y": 1}, "c": 1})"),
+    Ok("UnsetAndSet", R"({"_id": 1, "a": 1, "b": 1})", R"({"$unset": {"a": 1}, "$set": {"c": 1}})",
+       R"({"_id": 1, "b": 1, "c": 1})"),
+    Ok("UppercaseSortsFirst", R"({"_id": 1})", R"({"$set": {"b": 1, "B": 1, "a": 1}})",
+       R"({"_id": 1, "B": 1, "a": 1, "b": 1})"),
+    Ok("IdNotMovedOnUpdate", R"({"a": 1, "_id": 1})", R"({"$set": {"b": 1}})", R"({"a": 1, "_id": 1, "b": 1})"));
+
+UPDATE_CASES(
+    Noops,
+    Ok("SetSame", R"({"_id": 1, "a": {"b": [1, {"c": 2}]}})", R"({"$set": {"a.b.1.c": 2}})", "="),
+    Ok("UnsetMissing", R"({"_id": 1, "a": {"b": 1}})", R"({"$unset": {"a.c": 1, "x.y": 1}})", "="),
+    Ok("PullAbsent", R"({"_id": 1, "a": [1, 2]})", R"({"$pull": {"a": 3}})", "="),
+    Ok("AddToSetPresent", R"({"_id": 1, "a": [1, 2]})", R"({"$addToSet": {"a": {"$each": [2, 1]}}})", "="),
+    Ok("MinNotLower", R"({"_id": 1, "a": 1})", R"({"$min": {"a": 2}})", "="),
+    Ok("PopEmpty", R"({"_id": 1, "a": []})", R"({"$pop": {"a": -1}})", "="),
+    Ok("RenameMissing", R"({"_id": 1, "a": 1})", R"({"$rename": {"b": "c"}})", "="),
+    Ok("SetOnInsertOnUpdate", R"({"_id": 1, "a": 1})", R"({"$setOnInsert": {"a": 2}})", "="),
+    Ok("MixedTypesPreserved",
+       R"({"_id": {"$oid": "65a1b2c3d4e5f60718293a4b"}, "d": {"$date": {"$numberLong": "5"}}, "n": null, "x": {"$numberDecimal": "1.5"}, "b": {"$binary": {"base64": "AAEC", "subType": "04"}}, "r": {"$regularExpression": {"pattern": "a", "options": "i"}}, "m": {"$minKey": 1}})",
+       R"({"$set": {"n": null}})", "="),
+    Ok("LegacyTypesPreserved",
+       R"j({"_id": 1, "b2": {"$binary": {"base64": "AAEC", "subType": "02"}}, "s": {"$symbol": "x"}, "u": {"$undefined": true}, "p": {"$dbPointer": {"$ref": "c", "$id": {"$oid": "65a1b2c3d4e5f60718293a4b"}}}, "cw": {"$code": "f()", "$scope": {"x": 1}}, "c": {"$code": "g()"}, "mx": {"$maxKey": 1}, "nan": {"$numberDouble": "NaN"}, "nz": -0.0})j",
+       R"j({"$unset": {"zz": 1}, "$set": {"c": {"$code": "g()"}}})j", "="),
+    Ok("UnchangedArrayExpanded", R"({"_id": 1, "a": [1, {"b": 2}, [3]]})", R"({"$addToSet": {"a": 1}})", "="));
+
+// ---------------------------------------------------------------------------
+
+Status ApplyJson(const std::string& doc_json, const std::string& update_json, Document* result,
+                 const ApplyContext& ctx = ApplyContext()) {
+  Document doc = test::Json(doc_json), update = test::Json(update_json);
+  return RunUpdate(doc.bson(), update.bson(), ctx, result);
+}
+
+TEST(UpdateDriverTest, ReportsReplacementAndVersionBump) {
+  UpdateOptions opts;
+  Document u1 = test::Json(R"({"a": 1})");
+  auto d1 = UpdateDriver::Parse(u1.bson(), opts);
+  ASSERT_OK(d1);
+  EXPECT_TRUE((*d1)->is_replacement());
+  EXPECT_FALSE((*d1)->bumps_version());
+
+  Document u2 = test::Json(R"({"$inc": {"version": 1}, "$set": {"a": 1}})");
+  auto d2 = UpdateDriver::Parse(u2.bson(), opts);
+  ASSERT_OK(d2);
+  EXPECT_FALSE((*d2)->is_replacement());
+  EXPECT_TRUE((*d2)->bumps_version());
+  EXPECT_FALSE((*d2)->has_positional());
+
+  Document u3 = test::Json(R"({"$set": {"a.$.b": 1}})");
+  auto d3 = UpdateDriver::Parse(u3.bson(), opts);
+  ASSERT_OK(d3);
+  EXPECT_TRUE((*d3)->has_positional());
+  EXPECT_FALSE((*d3)->bumps_version());
+
+  Document empty;
+  auto d4 = UpdateDriver::Parse(empty.bson(), opts);
+  ASSERT_OK(d4);
+  EXPECT_TRUE((*d4)->is_replacement());
+}
+
+TEST(UpdateDriverTest, MessagesFollowMongoDB) {
+  Document result;
+  struct {
+    const char* doc;
+    const char* update;
+    const char* message;
+  } cases[] = {
+      {R"({"_id": 1})", R"({"$foo": {"a": 1}})",
+       "Unknown modifier: $foo. Expected a valid update modifier or pipeline-style update specified as an array"},
+      {R"({"_id": 1})", R"({"$set": {"a": 1, "a.b": 1}})",
+       "Updating the path 'a.b' would create a conflict at 'a'"},
+      {R"({"_id": 1})", R"({"$set": {"a.b": 1, "a": 1}})", "Updating the path 'a' would create a conflict at 'a'"},
+      {R"({"_id": 1})", R"({"$inc": {"a": "x"}})", "Cannot increment with non-numeric argument: {a: \"x\"}"},
+      {R"({"_id": 1, "a": "x"})", R"({"$inc": {"a": 1}})",
+       "Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 'a' of non-numeric type string"},
+      {R"({"_id": 1, "x": "s"})", R"({"$push": {"x": 1}})",
+       "The field 'x' must be an array but is of type string in document {_id: 1}"},
+      {R"({"_id": 1, "a": 5})", R"({"$set": {"a.b": 1}})", "Cannot create field 'b' in element {a: 5}"},
+      {R"({"_id": 1})", R"({"$set": {"_id": 2}})",
+       "Performing an update on the path '_id' would modify the immutable field '_id'"},
+      {R"({"_id": 1, "a": [1]})", R"({"$set": {"a.$": 1}})",
+       "The positional operator did not find the match needed from the query."},
+      {R"({"_id": 1, "a": {"$numberLong": "9223372036854775807"}})", R"({"$inc": {"a": 1}})",
+       "Failed to apply $inc operations to current value ((NumberLong)9223372036854775807) for document {_id: 1}"},
+      {R"({"_id": 1, "a": [1]})", R"({"$set": {"a.b": 1}})", "Cannot create field 'b' in element {a: [ 1 ]}"},
+      {R"({"_id": 1, "a": {"b": {"c": 1}}})", R"({"$pop": {"a.b.c.d": 1}})",
+       "Cannot use the part (d of a.b.c.d) to traverse the element ({c: 1})"},
+  };
+  for (const auto& c : cases) {
+    Status s = ApplyJson(c.doc, c.update, &result);
+    EXPECT_EQ(c.message, s.reason()) << c.update;
+  }
+  Status s = ApplyJson(R"({"_id": 1, "version": 1})", R"({"$set": {"version": 2}})", &result);
+  EXPECT_EQ(0u, s.reason().find("the version field 'version' is owned by the store; ")) << s.reason();
+}
+
+TEST(UpdateDriverTest, DoesNotModifyInputAndReusesDriver) {
+  UpdateOptions opts;
+  Document update = test::Json(R"({"$inc": {"n": 1}, "$push": {"l": {"$each": [1], "$slice": -2}}})");
+  auto driver = UpdateDriver::Parse(update.bson(), opts);
+  ASSERT_OK(driver);
+  update = Document();  // the driver owns what it needs
+  Document doc = test::Json(R"({"_id": 1, "n": 0, "l": []})");
+  Document before = doc;
+  ApplyContext ctx;
+  for (int i = 1; i <= 3; ++i) {
+    bson_t out = BSON_INITIALIZER;
+    ASSERT_OK((*driver)->Apply(doc.bson(), ctx, &out));
+    EXPECT_TRUE(BinaryEqual(before.view(), doc.view()));
+    doc = Document::Copy(&out);
+    before = doc;
+    bson_destroy(&out);
+  }
+  EXPECT_TRUE(BinaryEqual(test::Json(R"({"_id": 1, "n": 3, "l": [1, 1]})").view(), doc.view()))
+      << doc.ToJson();
+}
+
+TEST(UpdateDriverTest, CurrentDateTypeDate) {
+  // libbson's JSON reader takes {"$type": "date"} for legacy binary, so
+  // build the update by hand.
+  bson_t update = BSON_INITIALIZER, fields, spec;
+  bson_append_document_begin(&update, "$currentDate", -1, &fields);
+  bson_append_document_begin(&fields, "d", -1, &spec);
+  bson_append_utf8(&spec, "$type", -1, "date", -1);
+  bson_append_document_end(&fields, &spec);
+  bson_append_document_end(&update, &fields);
+  Document doc = test::Json(R"({"_id": 1})");
+  ApplyContext ctx;
+  ctx.now_millis = kNow;
+  Document result;
+  ASSERT_OK(RunUpdate(doc.bson(), &update, ctx, &result));
+  EXPECT_TRUE(BinaryEqual(test::Json(R"({"_id": 1, "d": {"$date": {"$numberLong": "1700000000123"}}})").view(),
+                          result.view()))
+      << result.ToJson();
+  bson_destroy(&update);
+
+  bson_t bad = BSON_INITIALIZER;
+  bson_append_document_begin(&bad, "$currentDate", -1, &fields);
+  bson_append_document_begin(&fields, "d", -1, &spec);
+  bson_append_utf8(&spec, "$type", -1, "year", -1);
+  bson_append_document_end(&fields, &spec);
+  bson_append_document_end(&bad, &fields);
+  EXPECT_THAT(RunUpdate(doc.bson(), &bad, ctx, &result), test::StatusIs(ErrorCode::kBadValue));
+  bson_destroy(&bad);
+}
+
+std::string NestedPath(int parts) {
+  std::string path = "a";
+  for (int i = 1; i < parts; ++i) path += ".a";
+  return path;
+}
+
+// Appends key: {a: {a: ... 1}} with `docs` nested documents (libbson's JSON
+// reader stops at 98 levels, so deep documents are built by hand).
+void AppendNested(bson_t* parent, const char* key, int docs) {
+  if (docs == 0) {
+    bson_append_int32(parent, key, -1, 1);
+    return;
+  }
+  bson_t child;
+  bson_append_document_begin(parent, key, -1, &child);
+  AppendNested(&child, "a", docs - 1);
+  bson_append_document_end(parent, &child);
+}
+
+Status SetNested(const char* path, int docs, Document* result) {
+  bson_t update = BSON_INITIALIZER, set;
+  bson_append_document_begin(&update, "$set", -1, &set);
+  AppendNested(&set, path, docs);
+  bson_append_document_end(&update, &set);
+  Document doc = test::Json(R"({"_id": 1})");
+  Status s = RunUpdate(doc.bson(), &update, ApplyContext(), result);
+  bson_destroy(&update);
+  return s;
+}
+
+TEST(UpdateDriverTest, NestingLimit) {
+  Document result;
+  // A field at depth 100 is allowed, at 101 it is not.
+  ASSERT_OK(ApplyJson(R"({"_id": 1})", R"({"$set": {")" + NestedPath(100) + R"(": 1}})", &result));
+  EXPECT_THAT(ApplyJson(R"({"_id": 1})", R"({"$set": {")" + NestedPath(101) + R"(": 1}})", &result),
+              test::StatusIs(ErrorCode::kOverflow));
+  // The same through a value: x at depth 1 holding 99 more levels.
+  ASSERT_OK(SetNested("x", 99, &result));
+  EXPECT_THAT(SetNested("x.y", 99, &result), test::StatusIs(ErrorCode::kOverflow));
+  EXPECT_THAT(SetNested("x", 100, &result), test::StatusIs(ErrorCode::kOverflow));
+  // A replacement that deep fails at parse time.
+  bson_t replacement = BSON_INITIALIZER;
+  AppendNested(&replacement, "x", 100);
+  Document doc = test::Json(R"({"_id": 1})");
+  EXPECT_THAT(RunUpdate(doc.bson(), &replacement, ApplyContext(), &result), test::StatusIs(ErrorCode::kOverflow));
+  bson_destroy(&replacement);
+  // Absurd paths are refused before any work.
+  EXPECT_THAT(ApplyJson(R"({"_id": 1})", R"({"$unset": {")" + NestedPath(300) + R"(": 1}})", &result),
+              test::StatusIs(ErrorCode::kOverflow));
+}
+
+TEST(UpdateDriverTest, ResultSizeLimit) {
+  std::string big(9 * 1024 * 1024, 'x');
+  bson_t doc = BSON_INITIALIZER;
+  bson_append_int32(&doc, "_id", -1, 1);
+  bson_append_utf8(&doc, "a", -1, big.data(), static_cast<int>(big.size()));
+  bson_t update = BSON_INITIALIZER, set;
+  bson_append_document_begin(&update, "$set", -1, &set);
+  bson_append_utf8(&set, "b", -1, big.data(), static_cast<int>(big.size()));
+  bson_append_document_end(&update, &set);
+  Document result;
+  EXPECT_THAT(RunUpdate(&doc, &update, ApplyContext(), &result), test::StatusIs(ErrorCode::kBSONObjectTooLarge));
+  bson_destroy(&update);
+
+  // A replacement too.
+  bson_t replacement = BSON_INITIALIZER;
+  bson_append_utf8(&replacement, "b", -1, big.data(), static_cast<int>(big.size()));
+  bson_append_utf8(&replacement, "c", -1, big.data(), static_cast<int>(big.size()));
+  EXPECT_THAT(RunUpdate(&doc, &replacement, ApplyContext(), &result),
+              test::StatusIs(ErrorCode::kBSONObjectTooLarge));
+  bson_destroy(&replacement);
+  bson_destroy(&doc);
+}
+
+TEST(UpdateDriverTest, ReplacementTopLevelDBRefAllowed) {
+  Document result;
+  ASSERT_OK(ApplyJson(R"({"_id": 1})", R"({"a": 1, "$ref": "c", "$id": 2})", &result));
+  EXPECT_TRUE(BinaryEqual(test::Json(R"({"_id": 1, "a": 1, "$ref": "c", "$id": 2})").view(), result.view()));
+  EXPECT_THAT(ApplyJson(R"({"_id": 1})", R"({"a": 1, "$id": 2})", &result),
+              test::StatusIs(ErrorCode::kDollarPrefixedFieldName));
+}
+
+TEST(UpdateDriverTest, EmptyDocumentTarget) {
+  Document result;
+  ApplyContext ctx;
+  ctx.is_upsert_insert = true;
+  ASSERT_OK(ApplyJson(R"({})", R"({"$set": {"a.b": 1}, "$push": {"l": 1}})", &result, ctx));
+  EXPECT_TRUE(BinaryEqual(test::Json(R"({"a": {"b": 1}, "l": [1]})").view(), result.view())) << result.ToJson();
+}
+
+}  // namespace
+}  // namespace update
+}  // namespace gatedb

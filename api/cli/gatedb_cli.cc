@@ -52,16 +52,18 @@ void PrintRunHelp() {
 void PrintDemoHelp() {
   std::printf(
       "Usage: gatedb demo [--db DIR] [--agents N] [--docs N] [--seconds S] [--think-ms MS] [--seed N]\n\n"
-      "Simulated agents (threads) work on a few shared order documents the MongoDB way: read the\n"
-      "order with its version, think a random few milliseconds, then write with the version in the\n"
-      "filter ({_id, version}) and $inc: {version: 1}; on n: 0 (a stale write stopped by the gate)\n"
-      "they reread and retry.  At the end the demo checks that every order's total equals the sum\n"
+      "Simulated agents (threads) work on a few shared order documents: read the order with its\n"
+      "version, think a random few milliseconds, then write through the version gate (the retry\n"
+      "helper: basisVersion; on VersionConflict reread and decide again), or with --idiom the\n"
+      "MongoDB way ({_id, version} in the filter, $inc: {version: 1}, reread on n: 0).\n"
+      "At the end the demo checks that every order's total equals the sum\n"
       "of the committed increments and its version equals the number of committed writes.\n\n"
       "  --db DIR        data directory (default %s); the demo uses collection demo.orders\n"
       "  --agents N      agent threads (default 8)\n"
       "  --docs N        shared order documents (default 4)\n"
       "  --seconds S     how long the agents work (default 3)\n"
       "  --think-ms MS   longest think time between read and write (default 5)\n"
+      "  --idiom         write the MongoDB way ({_id, version} filter) instead of basisVersion\n"
       "  --seed N        random seed (default: from the clock)\n",
       kDefaultDir);
 }
@@ -107,6 +109,7 @@ struct DemoConfig {
   double seconds = 3;
   int think_ms = 5;
   uint64_t seed = 0;
+  bool idiom = false;  // the MongoDB filter idiom instead of the retry helper
 };
 
 gatedb::Document IdFilter(const std::string& id) {
@@ -139,14 +142,65 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
     }
   }
 
-  std::printf("gatedb demo: %d agents, %d shared orders, %.1f s, think 0-%d ms, data in %s.%s\n",
-              cfg.agents, cfg.docs, cfg.seconds, cfg.think_ms, kDb, kColl);
+  std::printf("gatedb demo: %d agents, %d shared orders, %.1f s, think 0-%d ms, data in %s.%s\n", cfg.agents,
+              cfg.docs, cfg.seconds, cfg.think_ms, kDb, kColl);
+  std::printf("agents write %s\n", cfg.idiom ? "the MongoDB way: {_id, version} in the filter, reread on n: 0"
+                                              : "through the version gate: basisVersion, reread on VersionConflict");
   std::atomic<bool> stop{false};
   std::atomic<int64_t> attempts{0}, committed{0}, stale{0}, retries{0}, errors{0};
   std::mutex model_mu;
   std::map<std::string, std::pair<int64_t, int64_t>> model;  // id -> (sum of committed increments, writes)
 
-  auto agent = [&](int agent_no) {
+  auto record_commit = [&](const std::string& id, int64_t amount) {
+    committed.fetch_add(1);
+    std::lock_guard<std::mutex> l(model_mu);
+    model[id].first += amount;
+    model[id].second += 1;
+  };
+
+  // The write protocol: the retry helper reads the order with its version,
+  // calls back to decide the update (the agent "thinks" here), writes with
+  // basisVersion, and on a VersionConflict rereads and decides again.
+  auto gated_agent = [&](int agent_no) {
+    std::mt19937_64 rng(cfg.seed + static_cast<uint64_t>(agent_no) * 7919);
+    gatedb::GatedWriteOptions go;
+    go.max_attempts = 1000;
+    go.context.agent_id = "agent-" + std::to_string(agent_no);
+    go.context.source = "demo";
+    int64_t task = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      std::string id = "order_" + std::to_string(1001 + rng() % cfg.docs);
+      int64_t amount = 1 + static_cast<int64_t>(rng() % 100);
+      go.context.task_id = go.context.agent_id + "-task-" + std::to_string(++task);
+      auto decide = [&](const gatedb::Document&) -> gatedb::StatusOr<gatedb::Document> {
+        if (cfg.think_ms > 0) {
+          std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cfg.think_ms * 1000 + 1)));
+        }
+        bson_t* update = bson_new();
+        bson_t inc, set;
+        BSON_APPEND_DOCUMENT_BEGIN(update, "$inc", &inc);
+        BSON_APPEND_INT64(&inc, "total", amount);
+        bson_append_document_end(update, &inc);
+        BSON_APPEND_DOCUMENT_BEGIN(update, "$set", &set);
+        BSON_APPEND_UTF8(&set, "lastAgent", go.context.agent_id.c_str());
+        bson_append_document_end(update, &set);
+        return gatedb::Document::Adopt(update);
+      };
+      auto r = orders.WriteWithVersionGate(IdFilter(id).view(), decide, go);
+      if (!r.ok()) {
+        errors.fetch_add(1);
+        break;
+      }
+      attempts.fetch_add(r->attempts);
+      stale.fetch_add(r->attempts - 1);
+      retries.fetch_add(r->attempts - 1);
+      if (r->modified_count == 1) record_commit(id, amount);
+    }
+  };
+
+  // The MongoDB idiom: {_id, version} in the filter, $inc: {version: 1};
+  // n: 0 means another agent wrote first.
+  auto idiom_agent = [&](int agent_no) {
     std::mt19937_64 rng(cfg.seed + static_cast<uint64_t>(agent_no) * 7919);
     std::string agent_id = "agent-" + std::to_string(agent_no);
     while (!stop.load(std::memory_order_relaxed)) {
@@ -181,16 +235,16 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
         bson_append_document_end(update, &set);
         gatedb::Document f = gatedb::Document::Adopt(filter), u = gatedb::Document::Adopt(update);
         attempts.fetch_add(1);
-        auto r = orders.UpdateOne(f.view(), u.view());
+        gatedb::UpdateOptions uo;
+        uo.write.context.agent_id = agent_id;
+        uo.write.context.source = "demo";
+        auto r = orders.UpdateOne(f.view(), u.view(), uo);
         if (!r.ok()) {
           errors.fetch_add(1);
           break;
         }
         if (r->matched_count == 1) {
-          committed.fetch_add(1);
-          std::lock_guard<std::mutex> l(model_mu);
-          model[id].first += amount;
-          model[id].second += 1;
+          record_commit(id, amount);
           break;
         }
         stale.fetch_add(1);  // n: 0 -- another agent wrote first; reread and retry
@@ -200,7 +254,13 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
 
   auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
-  for (int a = 0; a < cfg.agents; ++a) threads.emplace_back(agent, a);
+  for (int a = 0; a < cfg.agents; ++a) {
+    if (cfg.idiom) {
+      threads.emplace_back(idiom_agent, a);
+    } else {
+      threads.emplace_back(gated_agent, a);
+    }
+  }
   bool tty = isatty(STDOUT_FILENO);
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
@@ -243,7 +303,13 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
   std::printf("orders              %d\n", cfg.docs);
   std::printf("write attempts      %lld\n", static_cast<long long>(attempts.load()));
   std::printf("committed writes    %lld\n", static_cast<long long>(committed.load()));
-  std::printf("stale writes stopped %lld (the version gate answered n: 0)\n", static_cast<long long>(stale.load()));
+  std::printf("stale writes stopped %lld (%s)\n", static_cast<long long>(stale.load()),
+              cfg.idiom ? "the gate answered n: 0" : "VersionConflict, then reread");
+  auto stats = db->GetConflictStats(kDb, kColl);
+  if (stats.ok()) {
+    std::printf("conflict rate       %.1f%% of %lld gated writes (conflictStats, from the journal)\n",
+                100.0 * stats->conflict_rate, static_cast<long long>(stats->gated_writes));
+  }
   std::printf("retries             %lld\n", static_cast<long long>(retries.load()));
   std::printf("errors              %lld\n", static_cast<long long>(errors.load()));
   std::printf("throughput          %.0f committed writes/s, %.0f attempts/s\n", committed.load() / elapsed,
@@ -311,6 +377,8 @@ int main(int argc, char** argv) {
       demo.seconds = static_cast<double>(need_int("--seconds", 1));
     } else if (sub == "demo" && a == "--think-ms") {
       demo.think_ms = static_cast<int>(need_int("--think-ms", 0));
+    } else if (sub == "demo" && a == "--idiom") {
+      demo.idiom = true;
     } else if (sub == "demo" && a == "--seed") {
       demo.seed = static_cast<uint64_t>(need_int("--seed", 0));
     } else {

@@ -33,6 +33,7 @@ void AppendCollectionInfo(const CollectionInfo& info, bool name_only, bson_t* ou
   bson_t opts, inf;
   BSON_APPEND_DOCUMENT_BEGIN(out, "options", &opts);
   BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
+  if (info.options.max_basis_age_ms) BSON_APPEND_INT64(&opts, "maxBasisAgeMs", *info.options.max_basis_age_ms);
   bson_append_document_end(out, &opts);
   BSON_APPEND_DOCUMENT_BEGIN(out, "info", &inf);
   BSON_APPEND_BOOL(&inf, "readOnly", false);
@@ -83,6 +84,10 @@ Status CreateCommand(CommandContext& ctx, bson_t* reply) {
     if (IsGenericCommandField(key)) continue;
     if (key == "versionField") {
       RETURN_IF_ERROR(ReadString(&it, "create.versionField", &options.version_field));
+    } else if (key == "maxBasisAgeMs") {
+      int64_t ms = 0;
+      RETURN_IF_ERROR(ReadInt64(&it, "create.maxBasisAgeMs", &ms));
+      options.max_basis_age_ms = ms;
     } else if (key == "capped" || key == "size" || key == "max" || key == "validator" ||
                key == "validationLevel" || key == "validationAction" || key == "timeseries" ||
                key == "clusteredIndex" || key == "viewOn" || key == "pipeline" ||
@@ -179,6 +184,7 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns;
   RETURN_IF_ERROR(ReadCollectionName(ctx, &ns));
   ASSIGN_OR_RETURN(CollectionInfo info, ctx.db->GetCollectionInfo(ns));
+  CollectionOptions options = info.options;
   bson_iter_t it;
   bson_iter_init(&it, ctx.cmd);
   bson_iter_next(&it);
@@ -193,11 +199,19 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply) {
                       "versionField cannot be changed after create: the collection's documents carry '" +
                           info.options.version_field + "'");
       }
+    } else if (key == "maxBasisAgeMs") {
+      if (BSON_ITER_HOLDS_NULL(&it)) {
+        options.max_basis_age_ms.reset();
+      } else {
+        int64_t ms = 0;
+        RETURN_IF_ERROR(ReadInt64(&it, "collMod.maxBasisAgeMs", &ms));
+        options.max_basis_age_ms = ms;
+      }
     } else {
       return Status(ErrorCode::kInvalidOptions, "collMod option '" + std::string(key) + "' is not supported");
     }
   }
-  return Status::OK();
+  return ctx.db->ModifyCollection(ns, options);
 }
 
 }  // namespace commands

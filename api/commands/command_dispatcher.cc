@@ -39,6 +39,8 @@ const CommandEntry kCommands[] = {
     {"listCollections", commands::ListCollectionsCommand},
     {"listDatabases", commands::ListDatabasesCommand},
     {"collMod", commands::CollModCommand},
+    {"journal", commands::JournalCommand},
+    {"conflictStats", commands::ConflictStatsCommand},
 };
 
 Document ErrorReply(const Status& s) {

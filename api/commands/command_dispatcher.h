@@ -58,6 +58,10 @@ Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply);
 Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply);
 Status CollModCommand(CommandContext& ctx, bson_t* reply);
 
+// gatedb's extension commands (gate_commands.cc).
+Status JournalCommand(CommandContext& ctx, bson_t* reply);
+Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply);
+
 }  // namespace commands
 
 class CommandDispatcher {

@@ -97,6 +97,38 @@ Status ReadArray(const bson_iter_t* it, std::string_view context, bson_t* out) {
   return Status::OK();
 }
 
+Status ReadWriteContext(const bson_iter_t* it, WriteContext* out) {
+  if (!BSON_ITER_HOLDS_DOCUMENT(it)) return TypeError("writeContext", bson_iter_type(it), "object");
+  bson_iter_t f;
+  bson_iter_recurse(it, &f);
+  while (bson_iter_next(&f)) {
+    std::string_view k = bson_iter_key(&f);
+    if (k == "agentId") {
+      RETURN_IF_ERROR(ReadString(&f, "writeContext.agentId", &out->agent_id));
+    } else if (k == "taskId") {
+      RETURN_IF_ERROR(ReadString(&f, "writeContext.taskId", &out->task_id));
+    } else if (k == "source") {
+      RETURN_IF_ERROR(ReadString(&f, "writeContext.source", &out->source));
+    } else if (k == "writeSeq") {
+      int64_t seq = 0;
+      RETURN_IF_ERROR(ReadInt64(&f, "writeContext.writeSeq", &seq));
+      out->write_seq = seq;
+    } else if (k == "readAt") {
+      if (BSON_ITER_HOLDS_DATE_TIME(&f)) {
+        out->read_at_ms = bson_iter_date_time(&f);
+      } else {
+        int64_t ms = 0;
+        Status s = ReadInt64(&f, "writeContext.readAt", &ms);
+        if (!s.ok()) return TypeError("writeContext.readAt", bson_iter_type(&f), "date");
+        out->read_at_ms = ms;
+      }
+    } else {
+      return UnknownField("writeContext", k);
+    }
+  }
+  return Status::OK();
+}
+
 bool IsGenericCommandField(std::string_view name) {
   static const char* const kGeneric[] = {
       "$db", "lsid", "txnNumber", "writeConcern", "readConcern", "comment", "maxTimeMS", "apiVersion",
@@ -123,6 +155,7 @@ void AppendError(const Status& status, bson_t* reply) {
   BSON_APPEND_UTF8(reply, "errmsg", status.reason().c_str());
   BSON_APPEND_INT32(reply, "code", status.code_number());
   BSON_APPEND_UTF8(reply, "codeName", status.code_name());
+  if (const Document* info = status.err_info()) BSON_APPEND_DOCUMENT(reply, "errInfo", info->bson());
 }
 
 }  // namespace commands

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "gatedb/document.h"
+#include "gatedb/options.h"
 #include "gatedb/status.h"
 
 namespace gatedb {
@@ -34,6 +35,10 @@ Status ReadInt64(const bson_iter_t* it, std::string_view context, int64_t* out);
 Status ReadDocument(const bson_iter_t* it, std::string_view context, Document* out);
 // Points `out` (a static bson_t) at an array's bytes.
 Status ReadArray(const bson_iter_t* it, std::string_view context, bson_t* out);
+
+// PROTOCOL.md's writeContext: {agentId, taskId, writeSeq, source, readAt}
+// (readAt a date, or milliseconds since the epoch).
+Status ReadWriteContext(const bson_iter_t* it, WriteContext* out);
 
 // Fields that any command may carry and the dispatcher handles itself.
 bool IsGenericCommandField(std::string_view name);

@@ -81,14 +81,33 @@ void AppendWriteErrors(const std::vector<WriteError>& errors, bson_t* reply) {
     BSON_APPEND_INT32(&e, "code", errors[i].status.code_number());
     BSON_APPEND_UTF8(&e, "codeName", errors[i].status.code_name());
     BSON_APPEND_UTF8(&e, "errmsg", errors[i].status.reason().c_str());
-    if (errors[i].err_info) {
+    if (const Document* info = errors[i].status.err_info()) {
       if (errors[i].status.code() == ErrorCode::kDuplicateKey) {
         // MongoDB puts keyPattern and keyValue in the entry itself.
-        bson_concat(&e, errors[i].err_info->bson());
+        bson_concat(&e, info->bson());
       } else {
-        BSON_APPEND_DOCUMENT(&e, "errInfo", errors[i].err_info->bson());
+        BSON_APPEND_DOCUMENT(&e, "errInfo", info->bson());
       }
     }
+    bson_append_document_end(&arr, &e);
+  }
+  bson_append_array_end(reply, &arr);
+}
+
+void AppendVersionConflicts(const std::vector<VersionConflictEntry>& entries, bson_t* reply) {
+  if (entries.empty()) return;
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(reply, "versionConflicts", &arr);
+  char keybuf[16];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_t e;
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
+    BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(entries[i].index));
+    entries[i].id.AppendTo(&e, "_id");
+    BSON_APPEND_INT64(&e, "expectedVersion", entries[i].expected_version);
+    BSON_APPEND_INT64(&e, "currentVersion", entries[i].current_version);
     bson_append_document_end(&arr, &e);
   }
   bson_append_array_end(reply, &arr);
@@ -141,6 +160,7 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
       });
     }
     if (key == "ordered") return ReadBool(it, Ctx(ctx, key), &req.ordered);
+    if (key == "writeContext") return ReadWriteContext(it, &req.write.context);
     return UnknownField(ctx.command_name, key);
   }));
   if (!have_docs) return MissingField(ctx.command_name, "documents");
@@ -242,6 +262,10 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
             RETURN_IF_ERROR(ReadBool(&f, c, &stmt.upsert));
           } else if (k == "multi") {
             RETURN_IF_ERROR(ReadBool(&f, c, &stmt.multi));
+          } else if (k == "basisVersion") {
+            int64_t b = 0;
+            RETURN_IF_ERROR(ReadInt64(&f, c, &b));
+            stmt.basis_version = b;
           } else if (k == "arrayFilters") {
             return Status(ErrorCode::kBadValue, "arrayFilters are not supported");
           } else if (k == "collation") {
@@ -259,6 +283,7 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
       });
     }
     if (key == "ordered") return ReadBool(it, Ctx(ctx, key), &req.ordered);
+    if (key == "writeContext") return ReadWriteContext(it, &req.write.context);
     if (key == "let") return Status::OK();
     return UnknownField(ctx.command_name, key);
   }));
@@ -286,6 +311,7 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
     bson_append_array_end(reply, &arr);
   }
   AppendWriteErrors(result.write_errors, reply);
+  AppendVersionConflicts(result.version_conflicts, reply);
   return Status::OK();
 }
 
@@ -310,6 +336,10 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
           } else if (k == "limit") {
             have_limit = true;
             RETURN_IF_ERROR(ReadInt64(&f, c, &stmt.limit));
+          } else if (k == "basisVersion") {
+            int64_t b = 0;
+            RETURN_IF_ERROR(ReadInt64(&f, c, &b));
+            stmt.basis_version = b;
           } else if (k == "collation") {
             RETURN_IF_ERROR(CheckCollation(&f, c));
           } else if (k == "hint") {
@@ -325,6 +355,7 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
       });
     }
     if (key == "ordered") return ReadBool(it, Ctx(ctx, key), &req.ordered);
+    if (key == "writeContext") return ReadWriteContext(it, &req.write.context);
     if (key == "let") return Status::OK();
     return UnknownField(ctx.command_name, key);
   }));
@@ -336,6 +367,7 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
   ASSIGN_OR_RETURN(DeleteWriteResult result, ctx.db->Delete(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
   AppendWriteErrors(result.write_errors, reply);
+  AppendVersionConflicts(result.version_conflicts, reply);
   return Status::OK();
 }
 
@@ -359,6 +391,13 @@ Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
     }
     if (key == "arrayFilters") return Status(ErrorCode::kBadValue, "arrayFilters are not supported");
     if (key == "collation") return CheckCollation(it, c);
+    if (key == "writeContext") return ReadWriteContext(it, &req.write.context);
+    if (key == "basisVersion") {
+      int64_t b = 0;
+      RETURN_IF_ERROR(ReadInt64(it, c, &b));
+      req.basis_version = b;
+      return Status::OK();
+    }
     if (key == "hint" || key == "let") return Status::OK();
     return UnknownField(ctx.command_name, key);
   }));

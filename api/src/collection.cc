@@ -2,6 +2,8 @@
 // command dispatcher would build and calls the same DBImpl entry point.
 #include "gatedb/collection.h"
 
+#include <chrono>
+
 #include "engine/storage/db_impl.h"
 #include "gatedb/db.h"
 
@@ -28,6 +30,7 @@ Document CopyOrEmpty(DocumentView v) { return v.bson() ? Document::Copy(v.bson()
 WriteOptionsInternal Internal(const WriteOptions& w) {
   WriteOptionsInternal o;
   o.sync = w.sync;
+  o.context = w.context;
   return o;
 }
 
@@ -86,6 +89,7 @@ StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView 
   stmt.u = CopyOrEmpty(update);
   stmt.upsert = options.upsert;
   stmt.multi = multi;
+  stmt.basis_version = options.write.basis_version;
   req.updates.push_back(std::move(stmt));
   req.write = Internal(options.write);
   ASSIGN_OR_RETURN(gatedb::UpdateWriteResult r, db_->impl()->Update(req));
@@ -125,7 +129,7 @@ StatusOr<UpdateResult> Collection::ReplaceOne(DocumentView filter, DocumentView 
 StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOptions& options) {
   DeleteRequest req;
   req.ns = Namespace{db_name_, name_};
-  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1});
+  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1, options.basis_version});
   req.write = Internal(options);
   ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
   if (!r.write_errors.empty()) return r.write_errors[0].status;
@@ -135,7 +139,7 @@ StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOpt
 StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOptions& options) {
   DeleteRequest req;
   req.ns = Namespace{db_name_, name_};
-  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0});
+  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0, options.basis_version});
   req.write = Internal(options);
   ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
   if (!r.write_errors.empty()) return r.write_errors[0].status;
@@ -154,6 +158,7 @@ StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView fil
   req.remove = remove;
   req.return_new = options.return_after;
   req.upsert = options.upsert;
+  req.basis_version = options.write.basis_version;
   req.write = Internal(options.write);
   ASSIGN_OR_RETURN(FindAndModifyResult r, db_->impl()->FindAndModify(req));
   return std::move(r.value);
@@ -199,6 +204,52 @@ StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, Document
   req.key = std::string(key);
   req.query = CopyOrEmpty(filter);
   return db_->impl()->Distinct(req);
+}
+
+StatusOr<GatedWriteResult> Collection::WriteWithVersionGate(DocumentView filter, const GatedUpdateFn& fn,
+                                                            const GatedWriteOptions& options) {
+  ASSIGN_OR_RETURN(CollectionInfo info, db_->impl()->GetCollectionInfo(Namespace{db_name_, name_}));
+  const std::string& vf = info.options.version_field;
+  Status last = Status(ErrorCode::kBadValue, "max_attempts must be at least 1");
+  for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
+    int64_t read_at = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    ASSIGN_OR_RETURN(std::optional<Document> current, FindOne(filter));
+    if (!current) {
+      return Status(ErrorCode::kNoMatchingDocument, "no document of " + db_name_ + "." + name_ + " matches the filter");
+    }
+    bson_iter_t it;
+    int64_t basis = 0;
+    if (bson_iter_init_find(&it, current->bson(), vf.c_str()) && BSON_ITER_HOLDS_NUMBER(&it)) {
+      basis = bson_iter_as_int64(&it);
+    }
+    ASSIGN_OR_RETURN(Document update, fn(*current));
+    // Address the document read, by _id: the filter may no longer match it.
+    bson_t* by_id = bson_new();
+    if (bson_iter_init_find(&it, current->bson(), "_id")) bson_append_iter(by_id, "_id", 3, &it);
+    Document id_filter = Document::Adopt(by_id);
+    UpdateOptions uo;
+    uo.write.sync = options.sync;
+    uo.write.context = options.context;
+    uo.write.context.read_at_ms = read_at;
+    uo.write.basis_version = basis;
+    bool all_ops = true;
+    bool has_ops = HasOperatorKey(update.view(), &all_ops);
+    StatusOr<UpdateResult> r = has_ops ? UpdateImpl(id_filter.view(), update.view(), false, uo)
+                                       : ReplaceOne(id_filter.view(), update.view(), uo);
+    if (r.ok()) {
+      GatedWriteResult out;
+      out.matched_count = r->matched_count;
+      out.modified_count = r->modified_count;
+      out.attempts = attempt;
+      out.basis_version = basis;
+      return out;
+    }
+    if (r.status().code() != ErrorCode::kVersionConflict) return r.status();
+    last = r.status();
+  }
+  return last;
 }
 
 }  // namespace gatedb

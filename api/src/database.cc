@@ -2,6 +2,7 @@
 
 #include "api/commands/command_dispatcher.h"
 #include "engine/storage/db_impl.h"
+#include "wal/journal.h"
 
 namespace gatedb {
 
@@ -25,6 +26,7 @@ Status Database::CreateCollection(std::string_view db, std::string_view name,
                                   const CreateCollectionOptions& options) {
   CollectionOptions o;
   o.version_field = options.version_field;
+  o.max_basis_age_ms = options.max_basis_age_ms;
   return impl_->CreateCollection(Namespace{std::string(db), std::string(name)}, o);
 }
 
@@ -35,6 +37,39 @@ Status Database::DropCollection(std::string_view db, std::string_view name) {
 std::vector<std::string> Database::ListCollectionNames(std::string_view db) {
   std::vector<std::string> out;
   for (const CollectionInfo& info : impl_->ListCollections(std::string(db))) out.push_back(info.ns.coll);
+  return out;
+}
+
+StatusOr<JournalBatch> Database::ReadJournal(const JournalQuery& query) {
+  JournalReadRequest req;
+  if (!query.collection.empty()) {
+    Namespace ns{query.db, query.collection};
+    RETURN_IF_ERROR(ValidateNamespace(ns));
+    req.ns = ns.full();
+  }
+  req.after_seq = query.after_seq;
+  req.limit = query.limit;
+  ASSIGN_OR_RETURN(JournalReadResult r, impl_->ReadJournal(req));
+  JournalBatch out;
+  out.events = std::move(r.events);
+  out.last_seq = r.last_seq;
+  out.next_after_seq = r.next_after_seq;
+  out.first_seq = r.first_seq;
+  return out;
+}
+
+bool Database::WaitForJournal(uint64_t after_seq, int64_t timeout_ms) {
+  return impl_->journal()->WaitForEvents(after_seq, std::chrono::milliseconds(timeout_ms));
+}
+
+StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection) {
+  ASSIGN_OR_RETURN(ConflictStatsResult r, impl_->ConflictStats(Namespace{std::string(db), std::string(collection)}));
+  ConflictStats out;
+  out.gated_writes = r.gated_writes;
+  out.conflicts = r.conflicts;
+  out.conflict_rate = r.conflict_rate;
+  out.hot_documents = std::move(r.hot_documents);
+  out.agents = std::move(r.agents);
   return out;
 }
 

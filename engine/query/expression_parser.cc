@@ -246,14 +246,9 @@ Status CheckPath(std::string_view path) {
   return Status::OK();
 }
 
-StatusOr<std::unique_ptr<RegexMatcher>> CompileRegex(std::string_view pattern,
-                                                     std::string_view options) {
-  return RegexMatcher::Compile(pattern, options);
-}
-
 StatusOr<ExprPtr> MakeRegexLeaf(std::string_view path, std::string_view pattern,
                                 std::string_view options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<RegexMatcher> re, CompileRegex(pattern, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<RegexMatcher> re, RegexMatcher::Compile(pattern, options));
   return ExprPtr(new RegexExpression(path, std::move(re)));
 }
 
@@ -271,7 +266,7 @@ StatusOr<ExprPtr> ParseComparison(ExprKind kind, std::string_view path, const bs
 }
 
 StatusOr<ExprPtr> ParseIn(std::string_view path, const bson_value_t& arr) {
-  std::vector<bson_value_t> equalities;
+  std::vector<ValueRef> equalities;
   std::vector<std::unique_ptr<RegexMatcher>> regexes;
   ElemIter it(arr);
   Elem e;
@@ -279,13 +274,13 @@ StatusOr<ExprPtr> ParseIn(std::string_view path, const bson_value_t& arr) {
     if (IsExpressionDocument(e.value, false)) return BadValue("cannot nest $ under $in");
     if (e.value.value_type == BSON_TYPE_REGEX) {
       ASSIGN_OR_RETURN(std::unique_ptr<RegexMatcher> re,
-                       CompileRegex(e.value.value.v_regex.regex,
+                       RegexMatcher::Compile(e.value.value.v_regex.regex,
                                     e.value.value.v_regex.options ? e.value.value.v_regex.options : ""));
       regexes.push_back(std::move(re));
     } else if (e.value.value_type == BSON_TYPE_UNDEFINED) {
       return BadValue("InMatchExpression equality cannot be undefined");
     } else {
-      equalities.push_back(e.value);
+      equalities.push_back(ValueRef{e.value});
     }
   }
   return ExprPtr(new InExpression(path, std::move(equalities), std::move(regexes)));
@@ -471,13 +466,9 @@ StatusOr<ExprPtr> Parser::ParseDocument(const bson_value_t& doc, int depth) {
         root->Add(std::move(eq));
       } else if (name == "alwaysTrue" || name == "alwaysFalse") {
         int64_t n = 0;
-        if (!ExactInteger(e.value, &n)) {
-          return Status(ErrorCode::kFailedToParse, "$" + std::string(name) +
-                                                       " must be an integer value of 1");
-        }
-        if (n != 1) {
+        if (!ExactInteger(e.value, &n) || n != 1) {
           return Status(ErrorCode::kFailedToParse,
-                        "$" + std::string(name) + " must be an integer value of 1");
+                        std::string(e.key) + " must be an integer value of 1");
         }
         if (name == "alwaysFalse") root->Add(std::make_unique<AlwaysFalseExpression>());
       } else if (IsPathlessOperator(name)) {

@@ -120,8 +120,18 @@ bool IsNaN(const bson_value_t& v) {
   return false;
 }
 
-// a < b in MongoDB's order; a strict weak order over all values.
-bool ValueLess(const bson_value_t& a, const bson_value_t& b) { return CompareValues(a, b) < 0; }
+// MongoDB's order; a strict weak order over all values.
+struct ValueLess {
+  bool operator()(const ValueRef& a, const ValueRef& b) const {
+    return CompareValues(a.value, b.value) < 0;
+  }
+  bool operator()(const ValueRef& a, const bson_value_t& b) const {
+    return CompareValues(a.value, b) < 0;
+  }
+  bool operator()(const bson_value_t& a, const ValueRef& b) const {
+    return CompareValues(a, b.value) < 0;
+  }
+};
 
 }  // namespace
 
@@ -233,14 +243,10 @@ bool ComparisonExpression::MatchesValue(const bson_value_t& v, int64_t*) const {
   const bson_type_t lt = v.value_type;
   const bson_type_t rt = rhs_.value_type;
   if (lt != rt && CanonicalTypeRank(lt) != CanonicalTypeRank(rt)) {
-    const ExprKind k = kind();
-    // null and undefined compare equal.
-    if ((lt == BSON_TYPE_UNDEFINED && rt == BSON_TYPE_NULL) ||
-        (lt == BSON_TYPE_NULL && rt == BSON_TYPE_UNDEFINED)) {
-      return k == ExprKind::kEq || k == ExprKind::kLte || k == ExprKind::kGte;
-    }
+    // Missing ranks with null (CanonicalTypeRank), so {$eq: null} matches a
+    // missing field; undefined does not equal null (MongoDB 8.0).
     if (rt == BSON_TYPE_MAXKEY || rt == BSON_TYPE_MINKEY) {
-      switch (k) {
+      switch (kind()) {
         case ExprKind::kLt:
         case ExprKind::kLte: return rt == BSON_TYPE_MAXKEY;
         case ExprKind::kGt:
@@ -273,30 +279,28 @@ bool ComparisonExpression::MatchesValue(const bson_value_t& v, int64_t*) const {
   }
 }
 
-InExpression::InExpression(std::string_view path, std::vector<bson_value_t> equalities,
+InExpression::InExpression(std::string_view path, std::vector<ValueRef> equalities,
                            std::vector<std::unique_ptr<RegexMatcher>> regexes)
     : PathExpression(ExprKind::kIn, path, true),
       equalities_(std::move(equalities)),
       regexes_(std::move(regexes)) {
-  std::sort(equalities_.begin(), equalities_.end(), ValueLess);
+  std::sort(equalities_.begin(), equalities_.end(), ValueLess());
   equalities_.erase(std::unique(equalities_.begin(), equalities_.end(),
-                                [](const bson_value_t& a, const bson_value_t& b) {
-                                  return CompareValues(a, b) == 0;
+                                [](const ValueRef& a, const ValueRef& b) {
+                                  return CompareValues(a.value, b.value) == 0;
                                 }),
                     equalities_.end());
-  for (const bson_value_t& v : equalities_) {
-    if (v.value_type == BSON_TYPE_NULL) has_null_ = true;
+  for (const ValueRef& v : equalities_) {
+    if (v.value.value_type == BSON_TYPE_NULL) has_null_ = true;
   }
 }
 
 bool InExpression::MatchesValue(const bson_value_t& v, int64_t*) const {
-  // With a null in the list, $in also matches missing and undefined, as
-  // {$eq: null} does.
-  if (has_null_ && (v.value_type == BSON_TYPE_EOD || v.value_type == BSON_TYPE_UNDEFINED)) {
-    return true;
-  }
+  // With a null in the list, $in also matches a missing field, as {$eq: null}
+  // does.
+  if (has_null_ && v.value_type == BSON_TYPE_EOD) return true;
   if (!equalities_.empty() && v.value_type != BSON_TYPE_EOD &&
-      std::binary_search(equalities_.begin(), equalities_.end(), v, ValueLess)) {
+      std::binary_search(equalities_.begin(), equalities_.end(), v, ValueLess())) {
     return true;
   }
   for (const auto& re : regexes_) {

@@ -193,17 +193,23 @@ class ComparisonExpression final : public PathExpression {
   bson_value_t rhs_;  // points into the filter
 };
 
+// A bson_value_t held by value in a container (the type's alignment
+// attribute would be dropped from a template argument).
+struct ValueRef {
+  bson_value_t value;  // shallow: points into the filter
+};
+
 class InExpression final : public PathExpression {
  public:
   // `equalities` need not be sorted or unique.
-  InExpression(std::string_view path, std::vector<bson_value_t> equalities,
+  InExpression(std::string_view path, std::vector<ValueRef> equalities,
                std::vector<std::unique_ptr<RegexMatcher>> regexes);
   bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
-  const std::vector<bson_value_t>& equalities() const { return equalities_; }
+  const std::vector<ValueRef>& equalities() const { return equalities_; }
   size_t regex_count() const { return regexes_.size(); }
 
  private:
-  std::vector<bson_value_t> equalities_;  // sorted by CompareValues, unique
+  std::vector<ValueRef> equalities_;  // sorted by CompareValues, unique
   std::vector<std::unique_ptr<RegexMatcher>> regexes_;
   bool has_null_ = false;
 };

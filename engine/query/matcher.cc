@@ -79,7 +79,7 @@ void CollectEqualities(const MatchExpression* e, std::vector<Equality>* out) {
     case ExprKind::kIn: {
       auto* in = static_cast<const InExpression*>(e);
       if (in->equalities().size() == 1 && in->regex_count() == 0) {
-        out->push_back({&in->path().dotted, &in->path(), &in->equalities()[0]});
+        out->push_back({&in->path().dotted, &in->path(), &in->equalities()[0].value});
       }
       break;
     }

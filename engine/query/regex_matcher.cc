@@ -10,7 +10,7 @@ namespace {
 
 constexpr size_t kMaxPatternLength = 32764;         // MongoDB's limit
 constexpr int kMaxParenDepth = 250;                 // PCRE2's default nesting limit
-constexpr size_t kMaxBacktrackingSubject = 16 * 1024;
+constexpr size_t kMaxBacktrackingSubject = 1024;  // ~400 bytes of stack per byte
 
 struct RegexFlags {
   bool i = false;
@@ -234,7 +234,15 @@ Status Translate(std::string_view p, const RegexFlags& f, std::string* out) {
         out->append(f.s ? "[\\s\\S]" : "[^\\n]");
         break;
       case '$':
-        out->append(f.m ? "$" : "(?=\\n?$)");
+        if (f.m) {
+          out->push_back('$');
+        } else if (p.find_first_not_of(')', i + 1) == std::string_view::npos) {
+          // Nothing can follow: consuming the final "\n" is equivalent and
+          // avoids a lookahead sub-search.
+          out->append("\\n?$");
+        } else {
+          out->append("(?=\\n?$)");
+        }
         break;
       case '(': {
         if (++depth > kMaxParenDepth) return InvalidRegex("parentheses are too deeply nested");

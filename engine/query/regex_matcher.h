@@ -17,8 +17,9 @@
 // Literal patterns ("abc", "^abc") skip the regex engine entirely.  Other
 // patterns run on libstdc++'s polynomial (NFA) executor in one left-to-right
 // pass, so matching is linear in the subject and cannot overflow the stack.
-// Patterns with back-references need the backtracking executor; to stay
-// crash-free they match only subjects up to 16 KiB.
+// Patterns with back-references (\1) need libstdc++'s recursive backtracking
+// executor, which uses ~400 bytes of stack per subject byte; to stay
+// crash-free they only ever match subjects of at most 1 KiB.
 //
 // Thread safety: immutable after Compile(); Search() may run concurrently.
 #ifndef GATEDB_ENGINE_QUERY_REGEX_MATCHER_H_

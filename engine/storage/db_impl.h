@@ -35,6 +35,12 @@ class Matcher;
 namespace update {
 class UpdateDriver;
 }
+namespace wal {
+class Journal;
+}
+struct WriteGate;
+struct PendingEvent;
+class Txn;
 
 class DBImpl {
  public:
@@ -55,6 +61,9 @@ class DBImpl {
   std::vector<CollectionInfo> ListCollections(const std::string& db) const;
   // Errors: NamespaceNotFound.
   StatusOr<CollectionInfo> GetCollectionInfo(const Namespace& ns) const;
+  // Replaces a collection's options (collMod); applies to the next write.
+  // Errors: NamespaceNotFound, InvalidOptions.
+  Status ModifyCollection(const Namespace& ns, const CollectionOptions& options);
   std::vector<std::string> ListDatabases() const;
   // Drops every collection of `db`.
   Status DropDatabase(const std::string& db);
@@ -71,7 +80,14 @@ class DBImpl {
   // Distinct values, sorted in BSON order.
   StatusOr<std::vector<Value>> Distinct(const DistinctRequest& req);
 
+  // The journal: events after a sequence number, optionally of one
+  // collection.  Errors: NoSuchKey when the events asked for were collected.
+  StatusOr<JournalReadResult> ReadJournal(const JournalReadRequest& req);
+  // Gated writes and conflicts of one collection over the retained journal.
+  StatusOr<ConflictStatsResult> ConflictStats(const Namespace& ns);
+
   const Options& options() const { return options_; }
+  wal::Journal* journal() { return journal_.get(); }
 
  private:
   struct Collection;  // catalog entry plus its drop lock
@@ -104,19 +120,41 @@ class DBImpl {
   // changed, commits.  Retries internally on lock conflicts.
   Status UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
                         const update::UpdateDriver& driver, const WriteOptionsInternal& w,
-                        WriteOutcome* out);
+                        const WriteGate& gate, WriteOutcome* out);
   // The insert half of an upsert: the query's equality fields, then the
   // update applied as an insert.  Sets out->raced when another writer
   // inserted the same _id first (the caller retries as an update).
   Status UpsertDocument(const Collection& coll, const bson_t* query, const update::UpdateDriver& driver,
                         const WriteOptionsInternal& w, WriteOutcome* out);
   Status DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
-                        const WriteOptionsInternal& w, WriteOutcome* out);
+                        const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out);
+
+  // Numbers `events` in the journal, adds them to `txn` and commits, as one
+  // atomic RocksDB write, under commit_mu_ (which keeps the journal's
+  // sequence gap-free and in commit order).
+  Status CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events);
+  // A refused gated write: the VersionConflict / StaleBasis status with its
+  // errInfo, and its conflict event in the journal.
+  Status RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
+                          int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
+                          const WriteOptionsInternal& w, ErrorCode code, const std::string& why);
+  // Before a gated write: StaleBasis when the basis is older than the
+  // collection's maxBasisAgeMs.
+  Status CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,
+                       const WriteOptionsInternal& w);
+  // After a statement of the MongoDB idiom matched nothing: the document
+  // its filter names without the version equality, if there is one.
+  void DetectIdiomConflict(const Collection& coll, const bson_t* filter, size_t index,
+                           const WriteOptionsInternal& w, std::vector<VersionConflictEntry>* out);
+  // For a statement with basisVersion that matched nothing: NoMatchingDocument,
+  // or VersionConflict when the named document exists at another version.
+  Status BasisTargetMissing(const Collection& coll, const bson_t* filter, const WriteGate& gate,
+                            const WriteOptionsInternal& w);
 
   Status UpdateStatementImpl(const Collection& coll, const UpdateStatement& stmt, size_t index,
                              const WriteOptionsInternal& w, UpdateWriteResult* result);
-  Status DeleteStatementImpl(const Collection& coll, const DeleteStatement& stmt,
-                             const WriteOptionsInternal& w, int64_t* n);
+  Status DeleteStatementImpl(const Collection& coll, const DeleteStatement& stmt, size_t index,
+                             const WriteOptionsInternal& w, DeleteWriteResult* result);
 
   const std::string path_;
   const Options options_;
@@ -125,6 +163,10 @@ class DBImpl {
   rocksdb::ColumnFamilyHandle* catalog_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* docs_cf_ = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::unique_ptr<wal::Journal> journal_;
+
+  // Held from journal sequence allocation through commit.
+  std::mutex commit_mu_;
 
   mutable std::shared_mutex catalog_mu_;
   std::map<std::string, std::shared_ptr<Collection>> collections_;  // GUARDED_BY(catalog_mu_), key: full ns

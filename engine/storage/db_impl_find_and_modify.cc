@@ -7,6 +7,7 @@
 #include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
+#include "engine/storage/write_events.h"
 #include "engine/update/update_driver.h"
 
 namespace gatedb {
@@ -37,13 +38,24 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
   std::unique_ptr<update::UpdateDriver> driver;
   if (req.update) {
     update::UpdateOptions uopts;
-    if (coll) uopts.version_field = coll->info.options.version_field;
+    if (coll) uopts.version_field = coll->opts()->version_field;
     ASSIGN_OR_RETURN(driver, update::UpdateDriver::Parse(req.update->bson(), uopts));
   }
+  if (req.basis_version && req.upsert) {
+    return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
+  }
   if (!coll) {
+    if (req.basis_version) {
+      return Status(ErrorCode::kNoMatchingDocument,
+                    "basisVersion names a document of " + req.ns.full() + ", which does not exist");
+    }
     if (!req.upsert) return result;
     ASSIGN_OR_RETURN(coll, GetOrCreateCollection(req.ns));
   }
+  WriteGate gate;
+  gate.basis_version = req.basis_version;
+  gate.idiom = HasVersionEquality(req.query.bson(), coll->opts()->version_field);
+  RETURN_IF_ERROR(CheckBasisAge(*coll, req.query.bson(), gate, req.write));
   std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during findAndModify");
 
@@ -80,7 +92,17 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     }
 
     if (!found) {
-      if (!req.upsert) return result;
+      if (gate.basis_version) {
+        RETURN_IF_ERROR(BasisTargetMissing(*coll, req.query.bson(), gate, req.write));
+        return result;
+      }
+      if (!req.upsert) {
+        if (gate.idiom) {
+          std::vector<VersionConflictEntry> ignored;
+          DetectIdiomConflict(*coll, req.query.bson(), 0, req.write, &ignored);
+        }
+        return result;
+      }
       WriteOutcome o;
       o.want_after = true;
       RETURN_IF_ERROR(UpsertDocument(*coll, req.query.bson(), *driver, req.write, &o));
@@ -98,9 +120,9 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     o.want_before = true;
     o.want_after = req.return_new;
     if (req.remove) {
-      RETURN_IF_ERROR(DeleteDocument(*coll, target, *matcher, req.write, &o));
+      RETURN_IF_ERROR(DeleteDocument(*coll, target, *matcher, req.write, gate, &o));
     } else {
-      RETURN_IF_ERROR(UpdateDocument(*coll, target, *matcher, *driver, req.write, &o));
+      RETURN_IF_ERROR(UpdateDocument(*coll, target, *matcher, *driver, req.write, gate, &o));
     }
     if (!o.matched) {
       // It changed between selection and lock; select again.

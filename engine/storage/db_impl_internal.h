@@ -2,18 +2,46 @@
 #ifndef GATEDB_ENGINE_STORAGE_DB_IMPL_INTERNAL_H_
 #define GATEDB_ENGINE_STORAGE_DB_IMPL_INTERNAL_H_
 
+#include <atomic>
+#include <memory>
 #include <shared_mutex>
 
 #include "engine/storage/db_impl.h"
+#include "engine/storage/rocks_status.h"
 
 namespace gatedb {
 
 struct DBImpl::Collection {
-  CollectionInfo info;  // constant after creation
+  CollectionInfo info;  // ns and id are constant; info.options is as created
+
+  // The options in force (collMod may replace them; a write uses the
+  // options it read at its start).
+  std::shared_ptr<const CollectionOptions> opts() const { return std::atomic_load(&options); }
+  void set_opts(CollectionOptions o) {
+    std::atomic_store(&options, std::shared_ptr<const CollectionOptions>(
+                                    std::make_shared<CollectionOptions>(std::move(o))));
+  }
+  std::shared_ptr<const CollectionOptions> options;
+
   // Writers hold it shared for the length of a write; drop takes it
   // exclusively, so no write lands in a dropped collection.
   std::shared_mutex drop_mu;
   bool dropped = false;  // GUARDED_BY(drop_mu)
+};
+
+// What gates a single-document write.
+struct WriteGate {
+  std::optional<int64_t> basis_version;  // the write protocol's basis
+  bool idiom = false;                    // the filter holds a version equality
+  bool gated() const { return basis_version.has_value() || idiom; }
+};
+
+// A journal event built during a write, numbered at commit.
+struct PendingEvent {
+  Document event;
+  std::string doc_key;
+  int64_t version_after = 0;
+  bool index_doc = true;
 };
 
 struct DBImpl::WriteOutcome {
@@ -25,6 +53,30 @@ struct DBImpl::WriteOutcome {
   Document before;  // the old document, when want_before
   Document after;   // the new document, when want_after
   std::optional<Value> upserted_id;
+};
+
+// A pessimistic RocksDB transaction that rolls back unless committed.
+class Txn {
+ public:
+  Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn_(db->BeginTransaction(wo)) {}
+  ~Txn() {
+    if (!done_) txn_->Rollback().PermitUncheckedError();
+  }
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+  rocksdb::Transaction* operator->() { return txn_.get(); }
+  rocksdb::Transaction* get() { return txn_.get(); }
+  // Commits; after a failure the transaction is rolled back.
+  Status Commit() {
+    done_ = true;
+    rocksdb::Status s = txn_->Commit();
+    if (!s.ok()) txn_->Rollback().PermitUncheckedError();
+    return FromRocks(s);
+  }
+
+ private:
+  std::unique_ptr<rocksdb::Transaction> txn_;
+  bool done_ = false;
 };
 
 // How many times a single-document write retries a lock conflict before

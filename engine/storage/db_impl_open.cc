@@ -9,6 +9,8 @@
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/rocks_status.h"
+#include "engine/storage/write_events.h"
+#include "wal/journal.h"
 
 namespace gatedb {
 
@@ -38,6 +40,7 @@ std::string EncodeCollectionInfo(const CollectionInfo& info) {
   bson_t opts;
   BSON_APPEND_DOCUMENT_BEGIN(&b, "options", &opts);
   BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
+  if (info.options.max_basis_age_ms) BSON_APPEND_INT64(&opts, "maxBasisAgeMs", *info.options.max_basis_age_ms);
   bson_append_document_end(&b, &opts);
   std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
   bson_destroy(&b);
@@ -53,12 +56,14 @@ Status DecodeCollectionInfo(const rocksdb::Slice& bytes, CollectionInfo* info) {
   if (bson_iter_init_find(&it, &b, "db") && BSON_ITER_HOLDS_UTF8(&it)) info->ns.db = bson_iter_utf8(&it, nullptr);
   if (bson_iter_init_find(&it, &b, "name") && BSON_ITER_HOLDS_UTF8(&it)) info->ns.coll = bson_iter_utf8(&it, nullptr);
   if (bson_iter_init_find(&it, &b, "id") && BSON_ITER_HOLDS_INT64(&it)) info->id = static_cast<uint32_t>(bson_iter_int64(&it));
-  if (bson_iter_init_find(&it, &b, "options.versionField") || bson_iter_init(&it, &b)) {
-    bson_iter_t f;
-    if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.versionField", &f) &&
-        BSON_ITER_HOLDS_UTF8(&f)) {
-      info->options.version_field = bson_iter_utf8(&f, nullptr);
-    }
+  bson_iter_t f;
+  if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.versionField", &f) &&
+      BSON_ITER_HOLDS_UTF8(&f)) {
+    info->options.version_field = bson_iter_utf8(&f, nullptr);
+  }
+  if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.maxBasisAgeMs", &f) &&
+      BSON_ITER_HOLDS_INT64(&f)) {
+    info->options.max_basis_age_ms = bson_iter_int64(&f);
   }
   if (info->id == 0 || info->ns.coll.empty()) {
     return Status(ErrorCode::kDataCorruptionDetected, "incomplete catalog entry");
@@ -89,6 +94,8 @@ Status ValidateNamespace(const Namespace& ns) {
 DBImpl::DBImpl(const std::string& path, const Options& options) : path_(path), options_(options) {}
 
 DBImpl::~DBImpl() {
+  if (journal_) journal_->Stop();
+  journal_.reset();
   if (db_ != nullptr) {
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
     delete db_;
@@ -120,6 +127,9 @@ Status DBImpl::OpenRocks() {
       {kCatalogCf, rocksdb::ColumnFamilyOptions(opts)},
       {kDocsCf, rocksdb::ColumnFamilyOptions(opts)},
   };
+  for (const std::string& name : wal::Journal::ColumnFamilyNames()) {
+    cfs.push_back({name, rocksdb::ColumnFamilyOptions(opts)});
+  }
   rocksdb::Status s = rocksdb::TransactionDB::Open(opts, txn_opts, path_, cfs, &handles_, &db_);
   if (!s.ok()) {
     db_ = nullptr;
@@ -128,6 +138,12 @@ Status DBImpl::OpenRocks() {
   }
   catalog_cf_ = handles_[1];
   docs_cf_ = handles_[2];
+  wal::JournalOptions jopts;
+  jopts.retention_ms = options_.journal_retention_ms;
+  jopts.max_events = options_.journal_max_events;
+  ASSIGN_OR_RETURN(journal_, wal::Journal::Open(db_, handles_[3], handles_[4], handles_[5], jopts,
+                                                [] { return NowMillis(); }));
+  journal_->StartBackgroundCollector();
   return Status::OK();
 }
 
@@ -144,6 +160,7 @@ Status DBImpl::LoadCatalog() {
   for (it->Seek(kCatalogNsPrefix); it->Valid() && it->key().starts_with(kCatalogNsPrefix); it->Next()) {
     auto coll = std::make_shared<Collection>();
     RETURN_IF_ERROR(DecodeCollectionInfo(it->value(), &coll->info));
+    coll->set_opts(coll->info.options);
     collections_[coll->info.ns.full()] = coll;
     if (coll->info.id >= next_collection_id_) next_collection_id_ = coll->info.id + 1;
   }
@@ -173,6 +190,7 @@ Status DBImpl::CreateCollectionLocked(const Namespace& ns, const CollectionOptio
   coll->info.ns = ns;
   coll->info.id = next_collection_id_;
   coll->info.options = options;
+  coll->set_opts(options);
   std::string next_id;
   PutFixed32BE(&next_id, next_collection_id_ + 1);
   rocksdb::WriteBatch batch;
@@ -194,6 +212,9 @@ Status DBImpl::CreateCollection(const Namespace& ns, const CollectionOptions& op
       options.version_field.find('\0') != std::string::npos) {
     return Status(ErrorCode::kInvalidOptions,
                   "versionField must be a non-empty top-level field name other than _id, without '.' or a leading '$'");
+  }
+  if (options.max_basis_age_ms && *options.max_basis_age_ms < 0) {
+    return Status(ErrorCode::kInvalidOptions, "maxBasisAgeMs must be >= 0");
   }
   std::unique_lock<std::shared_mutex> lock(catalog_mu_);
   if (collections_.count(ns.full())) {
@@ -253,7 +274,9 @@ std::vector<CollectionInfo> DBImpl::ListCollections(const std::string& db) const
   std::shared_lock<std::shared_mutex> lock(catalog_mu_);
   std::vector<CollectionInfo> out;
   for (const auto& [name, coll] : collections_) {
-    if (coll->info.ns.db == db) out.push_back(coll->info);
+    if (coll->info.ns.db != db) continue;
+    out.push_back(coll->info);
+    out.back().options = *coll->opts();
   }
   return out;
 }
@@ -261,7 +284,29 @@ std::vector<CollectionInfo> DBImpl::ListCollections(const std::string& db) const
 StatusOr<CollectionInfo> DBImpl::GetCollectionInfo(const Namespace& ns) const {
   auto c = FindCollection(ns);
   if (!c) return Status(ErrorCode::kNamespaceNotFound, "ns not found: " + ns.full());
-  return c->info;
+  CollectionInfo info = c->info;
+  info.options = *c->opts();
+  return info;
+}
+
+Status DBImpl::ModifyCollection(const Namespace& ns, const CollectionOptions& options) {
+  std::unique_lock<std::shared_mutex> lock(catalog_mu_);
+  auto it = collections_.find(ns.full());
+  if (it == collections_.end()) return Status(ErrorCode::kNamespaceNotFound, "ns not found: " + ns.full());
+  if (options.version_field != it->second->opts()->version_field) {
+    return Status(ErrorCode::kInvalidOptions, "versionField cannot be changed after create");
+  }
+  if (options.max_basis_age_ms && *options.max_basis_age_ms < 0) {
+    return Status(ErrorCode::kInvalidOptions, "maxBasisAgeMs must be >= 0");
+  }
+  CollectionInfo info = it->second->info;
+  info.options = options;
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  RETURN_IF_ERROR(FromRocks(db_->Put(wo, catalog_cf_, std::string(kCatalogNsPrefix) + ns.full(),
+                                     EncodeCollectionInfo(info))));
+  it->second->set_opts(options);
+  return Status::OK();
 }
 
 std::vector<std::string> DBImpl::ListDatabases() const {

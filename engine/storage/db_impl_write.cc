@@ -1,8 +1,11 @@
-// DBImpl: the write path.  Every write of every door ends here, one
-// document per pessimistic RocksDB transaction (an insert batch shares one).
+// DBImpl: the write path.  Every write of every door ends here: one
+// document per pessimistic RocksDB transaction (an insert batch shares one),
+// committed together with its journal event, after the version gate.
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
+#include "engine/document/diff.h"
 #include "engine/document/validate.h"
 #include "engine/keys/key_codec.h"
 #include "engine/query/matcher.h"
@@ -11,17 +14,13 @@
 #include "engine/storage/doc_util.h"
 #include "engine/storage/record.h"
 #include "engine/storage/rocks_status.h"
+#include "engine/storage/write_events.h"
 #include "engine/update/update_driver.h"
+#include "wal/journal.h"
 
 namespace gatedb {
 
 namespace {
-
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 void BackoffBeforeRetry(int attempt) {
   if (attempt < 3) {
@@ -33,25 +32,7 @@ void BackoffBeforeRetry(int attempt) {
 
 bool IsLockConflict(const Status& s) { return s.code() == ErrorCode::kWriteConflict; }
 
-// A pessimistic transaction that rolls back unless committed.
-class Txn {
- public:
-  Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn_(db->BeginTransaction(wo)) {}
-  ~Txn() {
-    if (!done_) txn_->Rollback().PermitUncheckedError();
-  }
-  rocksdb::Transaction* operator->() { return txn_.get(); }
-  Status Commit() {
-    done_ = true;
-    return FromRocks(txn_->Commit());
-  }
-
- private:
-  std::unique_ptr<rocksdb::Transaction> txn_;
-  bool done_ = false;
-};
-
-Status DuplicateKeyError(const CollectionInfo& info, const bson_value_t& id, Document* err_info) {
+Status DuplicateKeyError(const Namespace& ns, const bson_value_t& id) {
   Value v(id);
   bson_t* ei = bson_new();
   bson_t sub;
@@ -61,9 +42,10 @@ Status DuplicateKeyError(const CollectionInfo& info, const bson_value_t& id, Doc
   BSON_APPEND_DOCUMENT_BEGIN(ei, "keyValue", &sub);
   v.AppendTo(&sub, "_id");
   bson_append_document_end(ei, &sub);
-  if (err_info) *err_info = Document::Adopt(ei); else bson_destroy(ei);
-  return Status(ErrorCode::kDuplicateKey, "E11000 duplicate key error collection: " + info.ns.full() +
-                                              " index: _id_ dup key: { _id: " + v.ToJson() + " }");
+  return Status(ErrorCode::kDuplicateKey,
+                "E11000 duplicate key error collection: " + ns.full() + " index: _id_ dup key: { _id: " +
+                    v.ToJson() + " }",
+                std::make_shared<const Document>(Document::Adopt(ei)));
 }
 
 // Validates a document for insertion and gives it its _id (first) and the
@@ -79,44 +61,147 @@ Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, i
   return ValidateForStorage(out->bson());
 }
 
+Status BasisWithMultiError() {
+  return Status(ErrorCode::kBadValue,
+                "basisVersion names one document; it cannot be used in a statement with multi: true");
+}
+
 }  // namespace
+
+Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
+  std::lock_guard<std::mutex> lock(commit_mu_);
+  std::vector<uint64_t> seqs;
+  seqs.reserve(events->size());
+  Status s;
+  for (PendingEvent& e : *events) {
+    uint64_t seq = journal_->AllocateSeq();
+    seqs.push_back(seq);
+    s = journal_->AddToTransaction(txn.get(), seq, e.event.bson(), e.doc_key, e.version_after, e.index_doc);
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = txn.Commit();
+  if (!s.ok()) {
+    for (auto it = seqs.rbegin(); it != seqs.rend(); ++it) journal_->ReleaseSeq(*it);
+    return s;
+  }
+  if (!seqs.empty()) journal_->Published(seqs.back());
+  return Status::OK();
+}
+
+Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
+                                int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
+                                const WriteOptionsInternal& w, ErrorCode code, const std::string& why) {
+  std::vector<std::string> conflicting;
+  bool complete = false;
+  if (gate.basis_version && !doc_key.empty() && current_version > *gate.basis_version) {
+    std::vector<Document> history;
+    if (journal_->EventsForDocument(doc_key, *gate.basis_version, &history).ok()) {
+      complete = true;
+      for (const Document& e : history) AppendChangedPaths(e.bson(), &conflicting);
+    }
+  }
+  bson_value_t id;
+  bool has_id = current != nullptr && GetId(current, &id);
+  ConflictInfo info;
+  info.code = code;
+  info.ns = coll.info.ns.full();
+  info.id = has_id ? std::optional<Value>(Value(id)) : std::nullopt;
+  info.basis_version = gate.basis_version;
+  info.current_version = current_version;
+  info.current = current;
+  info.conflicting_fields = std::move(conflicting);
+  info.conflicting_fields_complete = complete;
+  info.last_writer = last_writer;
+  info.reason = why;
+  info.context = &w.context;
+  info.now_ms = NowMillis();
+
+  // The conflict event: it changes no data, but it is part of the record.
+  PendingEvent ev;
+  ev.event = BuildConflictEvent(info);
+  ev.doc_key = std::string(doc_key);
+  ev.version_after = current_version;
+  ev.index_doc = false;
+  std::vector<PendingEvent> events;
+  events.push_back(std::move(ev));
+  Txn txn(db_, RocksWriteOptions(w));
+  Status s = CommitWithEvents(txn, &events);
+  if (!s.ok()) return s;
+  return Status(code, BuildConflictMessage(info), std::make_shared<const Document>(BuildConflictErrInfo(info)));
+}
+
+Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,
+                             const WriteOptionsInternal& w) {
+  if (!gate.gated()) return Status::OK();
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  if (!opts->max_basis_age_ms || !w.context.read_at_ms) return Status::OK();
+  int64_t age = NowMillis() - *w.context.read_at_ms;
+  if (age <= *opts->max_basis_age_ms) return Status::OK();
+  std::string why = "the basis was read " + std::to_string(age) + " ms ago; collection " + coll.info.ns.full() +
+                    " accepts gated writes whose basis is at most " + std::to_string(*opts->max_basis_age_ms) +
+                    " ms old";
+  // Name the document when the filter does.
+  bson_value_t id;
+  std::string key;
+  Document current;
+  int64_t version = 0;
+  bool have = false;
+  Document writer;
+  if (PointIdFromFilter(filter, &id)) {
+    key = keys::EncodeDocKey(coll.info.id, id);
+    std::string value;
+    if (db_->Get(rocksdb::ReadOptions(), docs_cf_, key, &value).ok()) {
+      RecordView rec;
+      if (DecodeRecord(value, &rec).ok()) {
+        current = Document::Copy(&rec.doc);
+        version = rec.version;
+        if (rec.has_writer) writer = Document::Copy(&rec.writer);
+        have = true;
+      }
+    }
+  }
+  return RefuseGatedWrite(coll, key, have ? current.bson() : nullptr, version,
+                          have && !writer.empty() ? writer.bson() : nullptr, gate, w, ErrorCode::kStaleBasis, why);
+}
 
 StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(req.ns));
   std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during insert");
+  std::shared_ptr<const CollectionOptions> opts = coll->opts();
   const CollectionInfo& info = coll->info;
   InsertResult result;
   constexpr size_t kBatch = 1000;
   size_t i = 0;
   bool stop = false;
   std::string record;
+  int64_t now = NowMillis();
+  Document writer = BuildWriterBlock(req.write.context, now);
   while (i < req.documents.size() && !stop) {
     Txn txn(db_, RocksWriteOptions(req.write));
     std::vector<std::pair<size_t, Value>> pending;
+    std::vector<PendingEvent> events;
     for (size_t in_batch = 0; i < req.documents.size() && in_batch < kBatch; ++i, ++in_batch) {
       Document doc;
-      Status s = PrepareNewDocument(req.documents[i].bson(), info.options.version_field, 0, &doc);
-      std::optional<Document> err_info;
+      Status s = PrepareNewDocument(req.documents[i].bson(), opts->version_field, 0, &doc);
       bson_value_t id;
+      std::string key;
       if (s.ok()) {
         GetId(doc.bson(), &id);
-        std::string key = keys::EncodeDocKey(info.id, id);
+        key = keys::EncodeDocKey(info.id, id);
         std::string existing;
         rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &existing);
         if (rs.ok()) {
-          Document ei;
-          s = DuplicateKeyError(info, id, &ei);
-          err_info = std::move(ei);
+          s = DuplicateKeyError(info.ns, id);
         } else if (!rs.IsNotFound()) {
           s = FromRocks(rs);
         } else {
-          EncodeRecord(0, doc.bson(), &record);
+          EncodeRecord(0, writer.bson(), doc.bson(), &record);
           s = FromRocks(txn->Put(docs_cf_, key, record));
         }
       }
       if (!s.ok()) {
-        result.write_errors.push_back(WriteError{i, s, std::move(err_info)});
+        result.write_errors.push_back(WriteError{i, s});
         if (req.ordered) {
           stop = true;
           ++i;
@@ -124,11 +209,17 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
         }
         continue;
       }
+      PendingEvent ev;
+      ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, req.write.context,
+                                 TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
+      ev.doc_key = std::move(key);
+      ev.version_after = 0;
+      events.push_back(std::move(ev));
       pending.emplace_back(i, Value(id));
     }
-    Status cs = txn.Commit();
+    Status cs = CommitWithEvents(txn, &events);
     if (!cs.ok()) {
-      for (auto& p : pending) result.write_errors.push_back(WriteError{p.first, cs, std::nullopt});
+      for (auto& p : pending) result.write_errors.push_back(WriteError{p.first, cs});
       std::sort(result.write_errors.begin(), result.write_errors.end(),
                 [](const WriteError& a, const WriteError& b) { return a.index < b.index; });
       if (req.ordered) break;
@@ -142,8 +233,9 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
 
 Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
                               const update::UpdateDriver& driver, const WriteOptionsInternal& w,
-                              WriteOutcome* out) {
-  const std::string& vf = coll.info.options.version_field;
+                              const WriteGate& gate, WriteOutcome* out) {
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  const std::string& vf = opts->version_field;
   for (int attempt = 0;; ++attempt) {
     Txn txn(db_, RocksWriteOptions(w));
     std::string value;
@@ -159,10 +251,19 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
     query::MatchDetails details;
     if (!matcher.Matches(&rec.doc, &details)) return Status::OK();
+    if (gate.basis_version && rec.version != *gate.basis_version) {
+      // The check and the refusal happen under the document's lock.
+      out->matched = true;
+      return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
+                              ErrorCode::kVersionConflict,
+                              "the document is at version " + std::to_string(rec.version) +
+                                  " but the write was based on version " + std::to_string(*gate.basis_version));
+    }
     out->matched = true;
     update::ApplyContext ctx;
     ctx.positional_index = details.elem_match_index;
-    ctx.now_millis = NowMillis();
+    int64_t now = NowMillis();
+    ctx.now_millis = now;
     bson_t applied = BSON_INITIALIZER;
     s = driver.Apply(&rec.doc, ctx, &applied);
     if (!s.ok()) {
@@ -182,10 +283,20 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     bson_destroy(&applied);
     Document next = Document::Adopt(stamped);
     RETURN_IF_ERROR(ValidateForStorage(next.bson()));
+    std::vector<std::string> paths;
+    DiffPaths(&rec.doc, next.bson(), vf, &paths);
+    Document writer = BuildWriterBlock(w.context, now);
     std::string record;
-    EncodeRecord(rec.version + 1, next.bson(), &record);
+    EncodeRecord(rec.version + 1, writer.bson(), next.bson(), &record);
     RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
-    s = txn.Commit();
+    bson_value_t id;
+    GetId(next.bson(), &id);
+    std::vector<PendingEvent> events(1);
+    events[0].event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id,
+                                      rec.version, rec.version + 1, w.context, paths, gate, now);
+    events[0].doc_key = key;
+    events[0].version_after = rec.version + 1;
+    s = CommitWithEvents(txn, &events);
     if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
       out->matched = false;
@@ -200,6 +311,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
 
 Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const update::UpdateDriver& driver,
                               const WriteOptionsInternal& w, WriteOutcome* out) {
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
   bson_t seed = BSON_INITIALIZER;
   Status s = query::ExtractEqualityFields(query, &seed);
   if (!s.ok()) {
@@ -208,7 +320,8 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   }
   update::ApplyContext ctx;
   ctx.is_upsert_insert = true;
-  ctx.now_millis = NowMillis();
+  int64_t now = NowMillis();
+  ctx.now_millis = now;
   bson_t applied = BSON_INITIALIZER;
   s = driver.Apply(&seed, ctx, &applied);
   bson_destroy(&seed);
@@ -217,26 +330,42 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     return s;
   }
   Document doc;
-  s = PrepareNewDocument(&applied, coll.info.options.version_field, 0, &doc);
+  s = PrepareNewDocument(&applied, opts->version_field, 0, &doc);
   bson_destroy(&applied);
   RETURN_IF_ERROR(s);
   bson_value_t id;
   GetId(doc.bson(), &id);
   std::string key = keys::EncodeDocKey(coll.info.id, id);
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(query));
+  Document writer = BuildWriterBlock(w.context, now);
   for (int attempt = 0;; ++attempt) {
     Txn txn(db_, RocksWriteOptions(w));
     std::string existing;
     rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &existing);
     if (rs.ok()) {
-      out->raced = true;
-      return Status::OK();
+      // Another writer inserted this _id first.  When its document matches
+      // the filter the caller retries as an update; otherwise the upsert
+      // would duplicate the _id, as in MongoDB.
+      RecordView rec;
+      RETURN_IF_ERROR(DecodeRecord(existing, &rec));
+      if (matcher->Matches(&rec.doc)) {
+        out->raced = true;
+        return Status::OK();
+      }
+      return DuplicateKeyError(coll.info.ns, id);
     }
     s = rs.IsNotFound() ? Status::OK() : FromRocks(rs);
     if (s.ok()) {
       std::string record;
-      EncodeRecord(0, doc.bson(), &record);
+      EncodeRecord(0, writer.bson(), doc.bson(), &record);
       s = FromRocks(txn->Put(docs_cf_, key, record));
-      if (s.ok()) s = txn.Commit();
+      if (s.ok()) {
+        std::vector<PendingEvent> events(1);
+        events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
+                                          TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
+        events[0].doc_key = key;
+        s = CommitWithEvents(txn, &events);
+      }
     }
     if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
@@ -250,7 +379,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
 }
 
 Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
-                              const WriteOptionsInternal& w, WriteOutcome* out) {
+                              const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out) {
   for (int attempt = 0;; ++attempt) {
     Txn txn(db_, RocksWriteOptions(w));
     std::string value;
@@ -261,9 +390,25 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       RecordView rec;
       RETURN_IF_ERROR(DecodeRecord(value, &rec));
       if (!matcher.Matches(&rec.doc)) return Status::OK();
+      if (gate.basis_version && rec.version != *gate.basis_version) {
+        out->matched = true;
+        return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate,
+                                w, ErrorCode::kVersionConflict,
+                                "the document is at version " + std::to_string(rec.version) +
+                                    " but the delete was based on version " + std::to_string(*gate.basis_version));
+      }
       if (out->want_before) out->before = Document::Copy(&rec.doc);
       s = FromRocks(txn->Delete(docs_cf_, key));
-      if (s.ok()) s = txn.Commit();
+      if (s.ok()) {
+        bson_value_t id;
+        GetId(&rec.doc, &id);
+        std::vector<PendingEvent> events(1);
+        events[0].event = BuildWriteEvent("delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context,
+                                          {}, gate, NowMillis());
+        events[0].doc_key = key;
+        events[0].version_after = rec.version + 1;
+        s = CommitWithEvents(txn, &events);
+      }
     }
     if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
@@ -276,24 +421,88 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
   }
 }
 
+Status DBImpl::BasisTargetMissing(const Collection& coll, const bson_t* filter, const WriteGate& gate,
+                                  const WriteOptionsInternal& w) {
+  bson_value_t id;
+  if (PointIdFromFilter(filter, &id)) {
+    std::string key = keys::EncodeDocKey(coll.info.id, id);
+    std::string value;
+    rocksdb::Status rs = db_->Get(rocksdb::ReadOptions(), docs_cf_, key, &value);
+    if (rs.ok()) {
+      RecordView rec;
+      RETURN_IF_ERROR(DecodeRecord(value, &rec));
+      if (rec.version != *gate.basis_version) {
+        return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate,
+                                w, ErrorCode::kVersionConflict,
+                                "the document is at version " + std::to_string(rec.version) +
+                                    " but the write was based on version " + std::to_string(*gate.basis_version) +
+                                    " (and no longer matches the filter)");
+      }
+      return Status::OK();  // at the basis, but the rest of the filter does not match: n: 0
+    }
+    if (!rs.IsNotFound()) return FromRocks(rs);
+    return Status(ErrorCode::kNoMatchingDocument, "basisVersion " + std::to_string(*gate.basis_version) +
+                                                      " names document _id: " + Value(id).ToJson() +
+                                                      ", which does not exist in " + coll.info.ns.full());
+  }
+  return Status(ErrorCode::kNoMatchingDocument,
+                "no document of " + coll.info.ns.full() + " matches the filter of a statement with basisVersion " +
+                    std::to_string(*gate.basis_version));
+}
+
+void DBImpl::DetectIdiomConflict(const Collection& coll, const bson_t* filter, size_t index,
+                                 const WriteOptionsInternal& w, std::vector<VersionConflictEntry>* out) {
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  int64_t expected = 0;
+  Document without;
+  if (!SplitVersionEquality(filter, opts->version_field, &expected, &without)) return;
+  auto matcher = query::Matcher::Parse(without.bson());
+  if (!matcher.ok()) return;
+  std::vector<std::string> keys;
+  if (!CandidateKeys(coll, without.bson(), **matcher, 1, &keys).ok() || keys.empty()) return;
+  std::string value;
+  if (!db_->Get(rocksdb::ReadOptions(), docs_cf_, keys[0], &value).ok()) return;
+  RecordView rec;
+  if (!DecodeRecord(value, &rec).ok() || rec.version == expected) return;
+  bson_value_t id;
+  GetId(&rec.doc, &id);
+  out->push_back(VersionConflictEntry{index, Value(id), expected, rec.version});
+  WriteGate gate;
+  gate.idiom = true;
+  gate.basis_version = expected;
+  // Record the refusal; the statement itself still answers n: 0, as MongoDB.
+  RefuseGatedWrite(coll, keys[0], &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
+                   ErrorCode::kVersionConflict,
+                   "the filter asked for version " + std::to_string(expected) + " but the document is at version " +
+                       std::to_string(rec.version))
+      .PermitUnchecked();
+}
+
 Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement& stmt, size_t index,
                                    const WriteOptionsInternal& w, UpdateWriteResult* result) {
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(stmt.q.bson()));
   update::UpdateOptions uopts;
-  uopts.version_field = coll.info.options.version_field;
+  uopts.version_field = opts->version_field;
   ASSIGN_OR_RETURN(std::unique_ptr<update::UpdateDriver> driver, update::UpdateDriver::Parse(stmt.u.bson(), uopts));
   if (stmt.multi && driver->is_replacement()) {
     return Status(ErrorCode::kFailedToParse, "multi update is not supported for replacement-style update");
   }
+  WriteGate gate;
+  gate.basis_version = stmt.basis_version;
+  gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);
+  if (stmt.basis_version && stmt.multi) return BasisWithMultiError();
+  if (stmt.basis_version && stmt.upsert) {
+    return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
+  }
+  RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
     RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.multi ? 0 : 1, &keys));
     bool matched_any = false;
-    // A single-document update whose candidate stopped matching before it
-    // was locked looks again.
     for (size_t k = 0; k < keys.size(); ++k) {
       WriteOutcome o;
-      RETURN_IF_ERROR(UpdateDocument(coll, keys[k], *matcher, *driver, w, &o));
+      RETURN_IF_ERROR(UpdateDocument(coll, keys[k], *matcher, *driver, w, gate, &o));
       if (o.matched) {
         matched_any = true;
         ++result->n;
@@ -301,10 +510,23 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
         if (!stmt.multi) break;
       }
     }
+    // A single-document update whose candidate stopped matching before it
+    // was locked looks again.
     if (!matched_any && !stmt.multi && !keys.empty() && attempt < kMaxWriteRetries) continue;
-    if (matched_any || !stmt.upsert) return Status::OK();
+    if (matched_any) return Status::OK();
+    if (gate.basis_version) return BasisTargetMissing(coll, stmt.q.bson(), gate, w);
+    if (!stmt.upsert) {
+      if (gate.idiom) DetectIdiomConflict(coll, stmt.q.bson(), index, w, &result->version_conflicts);
+      return Status::OK();
+    }
     WriteOutcome o;
-    RETURN_IF_ERROR(UpsertDocument(coll, stmt.q.bson(), *driver, w, &o));
+    Status us = UpsertDocument(coll, stmt.q.bson(), *driver, w, &o);
+    if (!us.ok()) {
+      if (us.code() == ErrorCode::kDuplicateKey && gate.idiom) {
+        DetectIdiomConflict(coll, stmt.q.bson(), index, w, &result->version_conflicts);
+      }
+      return us;
+    }
     if (o.raced && attempt < kMaxWriteRetries) continue;  // retry as an update
     if (o.raced) return Status(ErrorCode::kWriteConflict, "upsert kept racing with concurrent inserts");
     ++result->n;
@@ -330,43 +552,58 @@ StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
     if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during update");
   }
   for (size_t i = 0; i < req.updates.size(); ++i) {
+    const UpdateStatement& stmt = req.updates[i];
     Status s;
     if (coll) {
-      s = UpdateStatementImpl(*coll, req.updates[i], i, req.write, &result);
+      s = UpdateStatementImpl(*coll, stmt, i, req.write, &result);
     } else {
-      // No collection: nothing matches, but the statement must still parse.
-      auto m = query::Matcher::Parse(req.updates[i].q.bson());
-      s = m.ok() ? update::UpdateDriver::Parse(req.updates[i].u.bson(), update::UpdateOptions()).status() : m.status();
+      // No collection: nothing matches, but the statement must still parse,
+      // and a basisVersion names a document that does not exist.
+      auto m = query::Matcher::Parse(stmt.q.bson());
+      s = m.ok() ? update::UpdateDriver::Parse(stmt.u.bson(), update::UpdateOptions()).status() : m.status();
+      if (s.ok() && stmt.basis_version) {
+        s = stmt.multi ? BasisWithMultiError()
+                       : Status(ErrorCode::kNoMatchingDocument,
+                                "basisVersion names a document of " + req.ns.full() + ", which does not exist");
+      }
     }
     if (!s.ok()) {
-      result.write_errors.push_back(WriteError{i, s, std::nullopt});
+      result.write_errors.push_back(WriteError{i, s});
       if (req.ordered) break;
     }
   }
   return result;
 }
 
-Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement& stmt,
-                                   const WriteOptionsInternal& w, int64_t* n) {
+Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement& stmt, size_t index,
+                                   const WriteOptionsInternal& w, DeleteWriteResult* result) {
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(stmt.q.bson()));
   if (stmt.limit != 0 && stmt.limit != 1) {
     return Status(ErrorCode::kFailedToParse, "The limit field in delete objects must be 0 or 1. Got " +
                                                  std::to_string(stmt.limit));
   }
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  WriteGate gate;
+  gate.basis_version = stmt.basis_version;
+  gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);
+  if (stmt.basis_version && stmt.limit != 1) return BasisWithMultiError();
+  RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
     RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.limit, &keys));
     bool deleted_any = false;
     for (const std::string& key : keys) {
       WriteOutcome o;
-      RETURN_IF_ERROR(DeleteDocument(coll, key, *matcher, w, &o));
+      RETURN_IF_ERROR(DeleteDocument(coll, key, *matcher, w, gate, &o));
       if (o.matched) {
         deleted_any = true;
-        ++*n;
+        ++result->n;
         if (stmt.limit == 1) break;
       }
     }
     if (stmt.limit == 1 && !deleted_any && !keys.empty() && attempt < kMaxWriteRetries) continue;
+    if (!deleted_any && gate.basis_version) return BasisTargetMissing(coll, stmt.q.bson(), gate, w);
+    if (!deleted_any && gate.idiom) DetectIdiomConflict(coll, stmt.q.bson(), index, w, &result->version_conflicts);
     return Status::OK();
   }
 }
@@ -381,14 +618,19 @@ StatusOr<DeleteWriteResult> DBImpl::Delete(const DeleteRequest& req) {
     if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during delete");
   }
   for (size_t i = 0; i < req.deletes.size(); ++i) {
+    const DeleteStatement& stmt = req.deletes[i];
     Status s;
     if (coll) {
-      s = DeleteStatementImpl(*coll, req.deletes[i], req.write, &result.n);
+      s = DeleteStatementImpl(*coll, stmt, i, req.write, &result);
     } else {
-      s = query::Matcher::Parse(req.deletes[i].q.bson()).status();
+      s = query::Matcher::Parse(stmt.q.bson()).status();
+      if (s.ok() && stmt.basis_version) {
+        s = Status(ErrorCode::kNoMatchingDocument,
+                   "basisVersion names a document of " + req.ns.full() + ", which does not exist");
+      }
     }
     if (!s.ok()) {
-      result.write_errors.push_back(WriteError{i, s, std::nullopt});
+      result.write_errors.push_back(WriteError{i, s});
       if (req.ordered) break;
     }
   }

@@ -2,13 +2,15 @@
 //
 // The value stored under a document key in the `docs` column family:
 //
-//   byte 0      format (kRecordFormatV1 = 0x01)       DO NOT CHANGE
-//   bytes 1..8  version, int64, big-endian
-//   bytes 9..   the document's BSON (which also holds the version field,
-//               so that filters and readers see it)
+//   byte 0        format (kRecordFormatV1 = 0x01)                 DO NOT CHANGE
+//   bytes 1..8    version, int64, big-endian
+//   bytes 9..12   uint32 big-endian length W of the last-writer block
+//   W bytes       last writer: BSON {agentId, taskId, source, at} (W = 0: unknown)
+//   the rest      the document's BSON (which also holds the version field,
+//                 so that filters and readers see it)
 //
-// The header lets the store read a document's version without parsing the
-// BSON.
+// The header lets the store read a document's version and last writer
+// without parsing the document.
 #ifndef GATEDB_ENGINE_STORAGE_RECORD_H_
 #define GATEDB_ENGINE_STORAGE_RECORD_H_
 
@@ -23,14 +25,17 @@
 namespace gatedb {
 
 constexpr uint8_t kRecordFormatV1 = 0x01;
-constexpr size_t kRecordHeaderSize = 9;
+constexpr size_t kRecordHeaderSize = 13;
 
-void EncodeRecord(int64_t version, const bson_t* doc, std::string* out);
+// `writer` may be null (unknown).
+void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std::string* out);
 
 // A decoded record that borrows the bytes it was decoded from.
 struct RecordView {
   int64_t version = 0;
-  bson_t doc;  // static view over the record's bytes; never destroy
+  bool has_writer = false;
+  bson_t writer;  // static view; valid when has_writer; never destroy
+  bson_t doc;     // static view over the record's bytes; never destroy
 };
 
 // Errors: DataCorruptionDetected for a bad header or BSON framing.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gatedb/document.h"
+#include "gatedb/options.h"
 #include "gatedb/status.h"
 #include "gatedb/value.h"
 
@@ -32,6 +33,8 @@ Status ValidateNamespace(const Namespace& ns);
 struct CollectionOptions {
   // The store-owned version field.  Default: "version".
   std::string version_field = "version";
+  // Gated writes whose basis was read longer ago are StaleBasis.
+  std::optional<int64_t> max_basis_age_ms;
 };
 
 struct CollectionInfo {
@@ -43,12 +46,12 @@ struct CollectionInfo {
 // One failed statement of a multi-statement write.
 struct WriteError {
   size_t index = 0;
-  Status status;
-  std::optional<Document> err_info;
+  Status status;  // with its errInfo, when it has one
 };
 
 struct WriteOptionsInternal {
   bool sync = false;  // j: true
+  WriteContext context;
 };
 
 struct InsertRequest {
@@ -68,6 +71,7 @@ struct UpdateStatement {
   Document u;
   bool upsert = false;
   bool multi = false;
+  std::optional<int64_t> basis_version;
 };
 struct UpdateRequest {
   Namespace ns;
@@ -79,16 +83,27 @@ struct Upserted {
   size_t index = 0;
   Value id;
 };
+// A statement of the MongoDB idiom ({_id, version: v} in the filter) that
+// matched nothing only because the version moved on.
+struct VersionConflictEntry {
+  size_t index = 0;
+  Value id;
+  int64_t expected_version = 0;
+  int64_t current_version = 0;
+};
+
 struct UpdateWriteResult {
   int64_t n = 0;
   int64_t n_modified = 0;
   std::vector<Upserted> upserted;
   std::vector<WriteError> write_errors;
+  std::vector<VersionConflictEntry> version_conflicts;
 };
 
 struct DeleteStatement {
   Document q;
   int64_t limit = 0;  // 0: all matching; 1: one
+  std::optional<int64_t> basis_version;
 };
 struct DeleteRequest {
   Namespace ns;
@@ -99,6 +114,7 @@ struct DeleteRequest {
 struct DeleteWriteResult {
   int64_t n = 0;
   std::vector<WriteError> write_errors;
+  std::vector<VersionConflictEntry> version_conflicts;
 };
 
 struct FindRequest {
@@ -122,6 +138,7 @@ struct FindAndModifyRequest {
   bool remove = false;
   bool return_new = false;
   bool upsert = false;
+  std::optional<int64_t> basis_version;
   WriteOptionsInternal write;
 };
 struct FindAndModifyResult {
@@ -142,6 +159,27 @@ struct DistinctRequest {
   Namespace ns;
   std::string key;
   Document query;
+};
+
+struct JournalReadRequest {
+  std::string ns;          // "db.coll", or "" for every collection
+  uint64_t after_seq = 0;  // events with seq > after_seq
+  size_t limit = 100;      // 0: no limit
+  int64_t wait_ms = 0;     // when nothing is newer, wait this long for an event
+};
+struct JournalReadResult {
+  std::vector<Document> events;
+  uint64_t last_seq = 0;        // the journal's newest event
+  uint64_t next_after_seq = 0;  // pass as after_seq to continue
+  uint64_t first_seq = 0;       // the oldest retained event
+};
+
+struct ConflictStatsResult {
+  int64_t gated_writes = 0;  // committed gated writes + refused ones
+  int64_t conflicts = 0;     // refused gated writes
+  double conflict_rate = 0;
+  std::vector<std::pair<Value, int64_t>> hot_documents;  // most conflicts first
+  std::vector<std::pair<std::string, int64_t>> agents;   // refused agents, most first
 };
 
 }  // namespace gatedb

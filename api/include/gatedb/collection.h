@@ -17,6 +17,7 @@
 #define GATEDB_COLLECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,27 @@
 namespace gatedb {
 
 class Database;
+
+// Given the document as it is now (with its version), returns the update to
+// apply (operators, or a replacement), or an error to give up with.
+using GatedUpdateFn = std::function<StatusOr<Document>(const Document& current)>;
+
+struct GatedWriteOptions {
+  // Rereads and retries after a VersionConflict at most this many times in
+  // all.  Default: 10
+  int max_attempts = 10;
+  // Recorded with every attempt; read_at_ms is set to each read's time.
+  // Default: empty
+  WriteContext context;
+  bool sync = false;  // Default: false
+};
+
+struct GatedWriteResult {
+  int64_t matched_count = 0;
+  int64_t modified_count = 0;
+  int attempts = 0;         // 1 when the first try went through
+  int64_t basis_version = 0;  // the version the successful attempt was based on
+};
 
 struct FindOptions {
   Document projection;  // {} = whole documents.  Default: {}
@@ -131,6 +153,16 @@ class Collection {
   // Distinct values of a dotted path among matching documents (array
   // elements count one by one), in BSON order.
   StatusOr<std::vector<Value>> Distinct(std::string_view key, DocumentView filter);
+
+  // The seeds' writeWithVersionGate, done properly: reads the one document
+  // `filter` selects (with its version), calls `fn` with it to get the
+  // update, writes with basisVersion = that version, and on a
+  // VersionConflict rereads and calls `fn` again (never reusing the old
+  // snapshot), up to options.max_attempts.  Errors: NoMatchingDocument when
+  // nothing matches; fn's own error; the last VersionConflict (with its
+  // errInfo) when the attempts run out; any other write error.
+  StatusOr<GatedWriteResult> WriteWithVersionGate(DocumentView filter, const GatedUpdateFn& fn,
+                                                  const GatedWriteOptions& options = GatedWriteOptions());
 
  private:
   friend class Database;

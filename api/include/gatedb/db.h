@@ -31,6 +31,34 @@ class CommandDispatcher;
 struct CreateCollectionOptions {
   // The store-owned version field of every document.  Default: "version"
   std::string version_field = "version";
+  // Refuse (StaleBasis) a gated write whose writeContext.readAt is older
+  // than this many milliseconds.  Default: none
+  std::optional<int64_t> max_basis_age_ms;
+};
+
+// Which journal events to read.
+struct JournalQuery {
+  std::string db = "test";
+  std::string collection;  // "" = every collection of every database
+  uint64_t after_seq = 0;  // events with seq > after_seq
+  size_t limit = 100;      // 0 = no limit
+};
+
+struct JournalBatch {
+  // In commit order: {seq, op, ns, _id, versionBefore, versionAfter,
+  // writeContext, changedPaths, at, gated, ...} (PROTOCOL.md's journal).
+  std::vector<Document> events;
+  uint64_t last_seq = 0;        // the newest event's seq
+  uint64_t next_after_seq = 0;  // pass as after_seq to continue
+  uint64_t first_seq = 0;       // the oldest retained event's seq
+};
+
+struct ConflictStats {
+  int64_t gated_writes = 0;  // gated writes, committed or refused
+  int64_t conflicts = 0;     // refused ones
+  double conflict_rate = 0;  // conflicts / gated_writes
+  std::vector<std::pair<Value, int64_t>> hot_documents;  // (_id, conflicts), most first
+  std::vector<std::pair<std::string, int64_t>> agents;   // (agentId, conflicts), most first
 };
 
 class Database {
@@ -59,6 +87,16 @@ class Database {
   // Errors: NamespaceNotFound.
   Status DropCollection(std::string_view db, std::string_view name);
   std::vector<std::string> ListCollectionNames(std::string_view db = "test");
+
+  // Journal events in commit order.  Errors: NoSuchKey when the events
+  // after `after_seq` were already collected (retention): never a silent gap.
+  StatusOr<JournalBatch> ReadJournal(const JournalQuery& query);
+  // Blocks until an event with seq > after_seq exists or `timeout_ms`
+  // passes; true when one exists.
+  bool WaitForJournal(uint64_t after_seq, int64_t timeout_ms);
+  // Gated writes and conflicts of one collection over the retained journal
+  // (the `conflictStats` command).
+  StatusOr<ConflictStats> GetConflictStats(std::string_view db, std::string_view collection);
 
   // For the engine-facing parts of the API; not for applications.
   DBImpl* impl() { return impl_.get(); }

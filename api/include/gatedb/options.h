@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gatedb {
@@ -35,6 +36,31 @@ struct Options {
   // Size of RocksDB's block cache.
   // Default: 64 MiB
   size_t block_cache_bytes = 64u << 20;
+
+  // The journal keeps events this long (then a background thread collects
+  // them; readers asking for collected events get an error, never a gap).
+  // Default: 7 days
+  int64_t journal_retention_ms = 7LL * 24 * 3600 * 1000;
+  // And at most this many events (0: no count limit).
+  // Default: 0
+  uint64_t journal_max_events = 0;
+};
+
+// Who writes, and why: recorded in the journal with every write, used by
+// conflict policies, and (task_id + write_seq) the idempotency key.
+// PROTOCOL.md's `writeContext: {agentId, taskId, writeSeq, source, readAt}`.
+struct WriteContext {
+  std::string agent_id;               // Default: "" (unknown)
+  std::string task_id;                // Default: ""
+  std::optional<int64_t> write_seq;   // Default: none
+  std::string source;                 // Default: ""
+  // When the writer read its basis, in ms since the epoch.  Checked against
+  // a collection's maxBasisAgeMs.  Default: none
+  std::optional<int64_t> read_at_ms;
+
+  bool empty() const {
+    return agent_id.empty() && task_id.empty() && !write_seq && source.empty() && !read_at_ms;
+  }
 };
 
 struct WriteOptions {
@@ -44,6 +70,14 @@ struct WriteOptions {
   // For multi-statement calls: stop at the first failing statement.
   // Default: true
   bool ordered = true;
+  // Who writes and why.  Default: empty
+  WriteContext context;
+  // The version the writer read (PROTOCOL.md's basisVersion): the write
+  // goes through only while the document is still at it, else the call
+  // fails with VersionConflict (errInfo: basisVersion, currentVersion,
+  // current, conflictingFields, lastWriter, reason, suggestedAction).  Only
+  // for calls that name one document.  Default: none (not gated)
+  std::optional<int64_t> basis_version;
 };
 
 }  // namespace gatedb

@@ -12,12 +12,15 @@
 #ifndef GATEDB_STATUS_H_
 #define GATEDB_STATUS_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 namespace gatedb {
+
+class Document;
 
 enum class ErrorCode : int {
 #define GATEDB_ERROR_CODE(name, num, retriable) k##name = num,
@@ -35,6 +38,10 @@ class [[nodiscard]] Status {
   // Success.  Costs no allocation.
   Status() = default;
   Status(ErrorCode code, std::string reason) : code_(code), reason_(std::move(reason)) {}
+  // With MongoDB's `errInfo`: structured details an agent can act on (for
+  // VersionConflict: basisVersion, currentVersion, current, ...).
+  Status(ErrorCode code, std::string reason, std::shared_ptr<const Document> err_info)
+      : code_(code), reason_(std::move(reason)), err_info_(std::move(err_info)) {}
 
   static Status OK() { return Status(); }
 
@@ -46,6 +53,9 @@ class [[nodiscard]] Status {
   const std::string& reason() const { return reason_; }
   // "DuplicateKey (11000): reason" or "OK".
   std::string ToString() const;
+  // The error's details (MongoDB's errInfo), or null.  Include
+  // gatedb/document.h to read it.
+  const Document* err_info() const { return err_info_.get(); }
 
   // Marks a Status that is deliberately ignored, so that it is searchable.
   void PermitUnchecked() const {}
@@ -53,6 +63,7 @@ class [[nodiscard]] Status {
  private:
   ErrorCode code_ = ErrorCode::kOK;
   std::string reason_;
+  std::shared_ptr<const Document> err_info_;
 };
 
 inline bool operator==(const Status& a, const Status& b) {

@@ -1,0 +1,99 @@
+// gatedb's extension commands of the write protocol: journal and
+// conflictStats (PROTOCOL.md, "Extension commands").
+#include <string>
+
+#include "api/commands/command_dispatcher.h"
+#include "api/commands/command_util.h"
+#include "engine/storage/db_impl.h"
+
+namespace gatedb {
+namespace commands {
+
+Status JournalCommand(CommandContext& ctx, bson_t* reply) {
+  JournalReadRequest req;
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  if (BSON_ITER_HOLDS_UTF8(&it)) {
+    Namespace ns{ctx.db_name, bson_iter_utf8(&it, nullptr)};
+    RETURN_IF_ERROR(ValidateNamespace(ns));
+    req.ns = ns.full();
+  } else {
+    int64_t all = 0;
+    Status s = ReadInt64(&it, "journal", &all);
+    if (!s.ok() || all != 1) {
+      return Status(ErrorCode::kBadValue, "journal takes a collection name, or 1 for every collection");
+    }
+  }
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    int64_t v = 0;
+    if (key == "afterSeq" || key == "limit" || key == "waitMs") {
+      RETURN_IF_ERROR(ReadInt64(&it, "journal." + std::string(key), &v));
+      if (v < 0) return Status(ErrorCode::kBadValue, "journal." + std::string(key) + " must be >= 0");
+      if (key == "afterSeq") req.after_seq = static_cast<uint64_t>(v);
+      if (key == "limit") req.limit = static_cast<size_t>(v);
+      if (key == "waitMs") req.wait_ms = std::min<int64_t>(v, 60000);
+    } else {
+      return UnknownField("journal", key);
+    }
+  }
+  ASSIGN_OR_RETURN(JournalReadResult r, ctx.db->ReadJournal(req));
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(reply, "events", &arr);
+  char keybuf[16];
+  for (size_t i = 0; i < r.events.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    BSON_APPEND_DOCUMENT(&arr, key, r.events[i].bson());
+  }
+  bson_append_array_end(reply, &arr);
+  BSON_APPEND_INT64(reply, "lastSeq", static_cast<int64_t>(r.last_seq));
+  BSON_APPEND_INT64(reply, "nextAfterSeq", static_cast<int64_t>(r.next_after_seq));
+  BSON_APPEND_INT64(reply, "firstSeq", static_cast<int64_t>(r.first_seq));
+  return Status::OK();
+}
+
+Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  if (!BSON_ITER_HOLDS_UTF8(&it)) return TypeError("conflictStats", bson_iter_type(&it), "string");
+  Namespace ns{ctx.db_name, bson_iter_utf8(&it, nullptr)};
+  while (bson_iter_next(&it)) {
+    if (!IsGenericCommandField(bson_iter_key(&it))) return UnknownField("conflictStats", bson_iter_key(&it));
+  }
+  ASSIGN_OR_RETURN(ConflictStatsResult r, ctx.db->ConflictStats(ns));
+  BSON_APPEND_INT64(reply, "gatedWrites", r.gated_writes);
+  BSON_APPEND_INT64(reply, "conflicts", r.conflicts);
+  BSON_APPEND_DOUBLE(reply, "conflictRate", r.conflict_rate);
+  bson_t arr;
+  char keybuf[16];
+  BSON_APPEND_ARRAY_BEGIN(reply, "hotDocuments", &arr);
+  for (size_t i = 0; i < r.hot_documents.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_t d;
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &d);
+    r.hot_documents[i].first.AppendTo(&d, "_id");
+    BSON_APPEND_INT64(&d, "conflicts", r.hot_documents[i].second);
+    bson_append_document_end(&arr, &d);
+  }
+  bson_append_array_end(reply, &arr);
+  BSON_APPEND_ARRAY_BEGIN(reply, "agents", &arr);
+  for (size_t i = 0; i < r.agents.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_t d;
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &d);
+    BSON_APPEND_UTF8(&d, "agentId", r.agents[i].first.c_str());
+    BSON_APPEND_INT64(&d, "conflicts", r.agents[i].second);
+    bson_append_document_end(&arr, &d);
+  }
+  bson_append_array_end(reply, &arr);
+  return Status::OK();
+}
+
+}  // namespace commands
+}  // namespace gatedb

@@ -1,0 +1,70 @@
+#include "engine/document/diff.h"
+
+#include <cstring>
+
+namespace gatedb {
+
+namespace {
+
+// An element's value bytes: from its value offset to the next element.
+// (bson_iter_t's d1 and next_off are documented public fields.)
+bool SameValueBytes(const bson_iter_t* a, const bson_iter_t* b) {
+  if (bson_iter_type(a) != bson_iter_type(b)) return false;
+  size_t la = a->next_off - a->d1, lb = b->next_off - b->d1;
+  return la == lb && std::memcmp(a->raw + a->d1, b->raw + b->d1, la) == 0;
+}
+
+void DiffInto(const bson_t* before, const bson_t* after, const std::string& prefix, const std::string& ignore,
+              int depth, std::vector<std::string>* paths) {
+  bson_iter_t ib, ia;
+  if (!bson_iter_init(&ib, before)) return;
+  while (bson_iter_next(&ib)) {
+    const char* key = bson_iter_key(&ib);
+    if (prefix.empty() && ignore == key) continue;
+    std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (!bson_iter_init_find(&ia, after, key)) {
+      paths->push_back(std::move(path));  // removed
+      continue;
+    }
+    if (SameValueBytes(&ib, &ia)) continue;
+    if (BSON_ITER_HOLDS_DOCUMENT(&ib) && BSON_ITER_HOLDS_DOCUMENT(&ia) && depth < 200) {
+      uint32_t lb = 0, la = 0;
+      const uint8_t *db = nullptr, *da = nullptr;
+      bson_iter_document(&ib, &lb, &db);
+      bson_iter_document(&ia, &la, &da);
+      bson_t sb, sa;
+      if (bson_init_static(&sb, db, lb) && bson_init_static(&sa, da, la)) {
+        size_t before_count = paths->size();
+        DiffInto(&sb, &sa, path, ignore, depth + 1, paths);
+        // Same bytes but reordered fields show no sub-path: the parent changed.
+        if (paths->size() == before_count) paths->push_back(std::move(path));
+        continue;
+      }
+    }
+    paths->push_back(std::move(path));
+  }
+  if (!bson_iter_init(&ia, after)) return;
+  while (bson_iter_next(&ia)) {
+    const char* key = bson_iter_key(&ia);
+    if (prefix.empty() && ignore == key) continue;
+    if (!bson_iter_init_find(&ib, before, key)) {
+      paths->push_back(prefix.empty() ? key : prefix + "." + key);  // added
+    }
+  }
+}
+
+}  // namespace
+
+void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ignore,
+               std::vector<std::string>* paths) {
+  DiffInto(before, after, "", ignore, 0, paths);
+}
+
+bool PathsOverlap(const std::string& a, const std::string& b) {
+  const std::string& shorter = a.size() <= b.size() ? a : b;
+  const std::string& longer = a.size() <= b.size() ? b : a;
+  if (longer.compare(0, shorter.size(), shorter) != 0) return false;
+  return longer.size() == shorter.size() || longer[shorter.size()] == '.';
+}
+
+}  // namespace gatedb

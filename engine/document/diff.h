@@ -1,0 +1,32 @@
+// File: engine/document/diff.h
+//
+// The field paths that differ between two versions of a document: what the
+// journal records as a write's `changedPaths`, and what field-version merge
+// compares.  Embedded documents are descended into; arrays are one unit (a
+// change anywhere inside an array is a change of the array's path), as
+// PROTOCOL.md's field merge requires.
+#ifndef GATEDB_ENGINE_DOCUMENT_DIFF_H_
+#define GATEDB_ENGINE_DOCUMENT_DIFF_H_
+
+#include <bson/bson.h>
+
+#include <string>
+#include <vector>
+
+namespace gatedb {
+
+// Appends to `paths`, in the order fields appear (the old document's fields
+// first, then fields only in the new one), every dotted path whose value was
+// added, removed, or changed (by bytes and type) between `before` and
+// `after`.  Top-level fields named in `ignore` (the version field) are
+// skipped.  A field whose embedded document changed contributes its changed
+// sub-paths, not its own path.
+void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ignore,
+               std::vector<std::string>* paths);
+
+// True when `a` is `b`, or a parent or child path of it ("a" and "a.b").
+bool PathsOverlap(const std::string& a, const std::string& b);
+
+}  // namespace gatedb
+
+#endif  // GATEDB_ENGINE_DOCUMENT_DIFF_H_

@@ -1,0 +1,98 @@
+// DBImpl: reading the journal, and the conflict statistics computed over it.
+#include <algorithm>
+#include <map>
+
+#include "engine/document/bson_compare.h"
+#include "engine/storage/db_impl.h"
+#include "engine/storage/db_impl_internal.h"
+#include "wal/journal.h"
+
+namespace gatedb {
+
+StatusOr<JournalReadResult> DBImpl::ReadJournal(const JournalReadRequest& req) {
+  if (!req.ns.empty()) {
+    Namespace ns;
+    size_t dot = req.ns.find('.');
+    if (dot == std::string::npos) return Status(ErrorCode::kInvalidNamespace, "bad namespace " + req.ns);
+  }
+  if (req.wait_ms > 0 && journal_->last_seq() <= req.after_seq) {
+    journal_->WaitForEvents(req.after_seq, std::chrono::milliseconds(req.wait_ms));
+  }
+  wal::Journal::ReadOptions ro;
+  ro.after_seq = req.after_seq;
+  ro.ns = req.ns;
+  ro.limit = req.limit;
+  ASSIGN_OR_RETURN(wal::Journal::ReadResult r, journal_->Read(ro));
+  JournalReadResult out;
+  out.events = std::move(r.events);
+  out.last_seq = r.last_seq;
+  out.next_after_seq = r.next_after_seq;
+  out.first_seq = journal_->first_seq();
+  return out;
+}
+
+StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns) {
+  RETURN_IF_ERROR(ValidateNamespace(ns));
+  ConflictStatsResult out;
+  struct IdCount {
+    Value id;
+    int64_t conflicts = 0;
+  };
+  // Documents keyed by their _id's relaxed JSON (a stable, printable key).
+  std::map<std::string, IdCount> hot;
+  std::map<std::string, int64_t> agents;
+  uint64_t after = journal_->first_seq() > 0 ? journal_->first_seq() - 1 : 0;
+  while (true) {
+    wal::Journal::ReadOptions ro;
+    ro.after_seq = after;
+    ro.ns = ns.full();
+    ro.limit = 4096;
+    auto r = journal_->Read(ro);
+    if (!r.ok()) {
+      // Collected under our feet: start again from the new first event.
+      if (r.status().code() == ErrorCode::kNoSuchKey && after + 1 < journal_->first_seq()) {
+        after = journal_->first_seq() - 1;
+        continue;
+      }
+      return r.status();
+    }
+    for (const Document& e : r->events) {
+      bson_iter_t it;
+      bool gated = bson_iter_init_find(&it, e.bson(), "gated") && BSON_ITER_HOLDS_BOOL(&it) && bson_iter_bool(&it);
+      if (!gated) continue;
+      ++out.gated_writes;
+      if (!bson_iter_init_find(&it, e.bson(), "op") || !BSON_ITER_HOLDS_UTF8(&it) ||
+          std::string(bson_iter_utf8(&it, nullptr)) != "conflict") {
+        continue;
+      }
+      ++out.conflicts;
+      if (bson_iter_init_find(&it, e.bson(), "_id") && !BSON_ITER_HOLDS_NULL(&it)) {
+        Value id(*bson_iter_value(&it));
+        IdCount& c = hot[id.ToJson()];
+        if (c.conflicts == 0) c.id = id;
+        ++c.conflicts;
+      }
+      bson_iter_t agent;
+      std::string agent_id;
+      if (bson_iter_init(&it, e.bson()) && bson_iter_find_descendant(&it, "writeContext.agentId", &agent) &&
+          BSON_ITER_HOLDS_UTF8(&agent)) {
+        agent_id = bson_iter_utf8(&agent, nullptr);
+      }
+      ++agents[agent_id];
+    }
+    if (r->events.empty() || r->next_after_seq >= r->last_seq) break;
+    after = r->next_after_seq;
+  }
+  out.conflict_rate = out.gated_writes == 0 ? 0.0 : static_cast<double>(out.conflicts) / out.gated_writes;
+  for (auto& [key, c] : hot) out.hot_documents.emplace_back(std::move(c.id), c.conflicts);
+  for (auto& [agent, n] : agents) out.agents.emplace_back(agent, n);
+  std::stable_sort(out.hot_documents.begin(), out.hot_documents.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(out.agents.begin(), out.agents.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  constexpr size_t kTop = 10;
+  if (out.hot_documents.size() > kTop) out.hot_documents.resize(kTop);
+  if (out.agents.size() > kTop) out.agents.resize(kTop);
+  return out;
+}
+
+}  // namespace gatedb

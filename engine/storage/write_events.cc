@@ -1,0 +1,213 @@
+#include "engine/storage/write_events.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "engine/document/bson_compare.h"
+
+namespace gatedb {
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx) {
+  bson_t c;
+  bson_append_document_begin(out, key, -1, &c);
+  if (!ctx.agent_id.empty()) BSON_APPEND_UTF8(&c, "agentId", ctx.agent_id.c_str());
+  if (!ctx.task_id.empty()) BSON_APPEND_UTF8(&c, "taskId", ctx.task_id.c_str());
+  if (ctx.write_seq) BSON_APPEND_INT64(&c, "writeSeq", *ctx.write_seq);
+  if (!ctx.source.empty()) BSON_APPEND_UTF8(&c, "source", ctx.source.c_str());
+  if (ctx.read_at_ms) BSON_APPEND_DATE_TIME(&c, "readAt", *ctx.read_at_ms);
+  bson_append_document_end(out, &c);
+}
+
+Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms) {
+  bson_t* b = bson_new();
+  if (!ctx.agent_id.empty()) BSON_APPEND_UTF8(b, "agentId", ctx.agent_id.c_str());
+  if (!ctx.task_id.empty()) BSON_APPEND_UTF8(b, "taskId", ctx.task_id.c_str());
+  if (!ctx.source.empty()) BSON_APPEND_UTF8(b, "source", ctx.source.c_str());
+  BSON_APPEND_DATE_TIME(b, "at", now_ms);
+  return Document::Adopt(b);
+}
+
+namespace {
+
+void AppendOptionalVersion(bson_t* b, const char* key, std::optional<int64_t> v) {
+  if (v) {
+    bson_append_int64(b, key, -1, *v);
+  } else {
+    bson_append_null(b, key, -1);
+  }
+}
+
+void AppendStringArray(bson_t* b, const char* key, const std::vector<std::string>& values) {
+  bson_t arr;
+  bson_append_array_begin(b, key, -1, &arr);
+  char buf[16];
+  for (size_t i = 0; i < values.size(); ++i) {
+    const char* k;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+    bson_append_utf8(&arr, k, -1, values[i].c_str(), static_cast<int>(values[i].size()));
+  }
+  bson_append_array_end(b, &arr);
+}
+
+bool NumberAsInt64(const bson_value_t& v, int64_t* out) {
+  if (!IsNumberType(v.value_type)) return false;
+  long double d = NumberAsLongDouble(v);
+  if (std::isnan(d) || d != std::floor(d) || d < -9.2e18L || d > 9.2e18L) return false;
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+// The version field's equality operand, if the element is one.
+bool VersionEqualityOperand(bson_iter_t* it, int64_t* expected) {
+  const bson_value_t* v = bson_iter_value(it);
+  if (NumberAsInt64(*v, expected)) return true;
+  if (v->value_type != BSON_TYPE_DOCUMENT) return false;
+  bson_iter_t sub;
+  if (!bson_iter_recurse(it, &sub) || !bson_iter_next(&sub)) return false;
+  if (std::strcmp(bson_iter_key(&sub), "$eq") != 0) return false;
+  if (!NumberAsInt64(*bson_iter_value(&sub), expected)) return false;
+  return !bson_iter_next(&sub);
+}
+
+const char* SuggestedAction(ErrorCode code) {
+  return code == ErrorCode::kStaleBasis ? "reread_and_retry" : "reread_and_retry";
+}
+
+}  // namespace
+
+Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
+                         std::optional<int64_t> version_before, std::optional<int64_t> version_after,
+                         const WriteContext& ctx, const std::vector<std::string>& changed_paths,
+                         const WriteGate& gate, int64_t now_ms) {
+  bson_t* b = bson_new();
+  BSON_APPEND_UTF8(b, "op", op);
+  BSON_APPEND_UTF8(b, "ns", ns.c_str());
+  BSON_APPEND_VALUE(b, "_id", &id);
+  AppendOptionalVersion(b, "versionBefore", version_before);
+  AppendOptionalVersion(b, "versionAfter", version_after);
+  AppendWriteContext(b, "writeContext", ctx);
+  AppendStringArray(b, "changedPaths", changed_paths);
+  BSON_APPEND_DATE_TIME(b, "at", now_ms);
+  BSON_APPEND_BOOL(b, "gated", gate.gated());
+  if (gate.basis_version) BSON_APPEND_INT64(b, "basisVersion", *gate.basis_version);
+  return Document::Adopt(b);
+}
+
+std::vector<std::string> TopLevelPaths(const bson_t* doc, const std::string& version_field) {
+  std::vector<std::string> out;
+  bson_iter_t it;
+  if (bson_iter_init(&it, doc)) {
+    while (bson_iter_next(&it)) {
+      if (version_field != bson_iter_key(&it)) out.emplace_back(bson_iter_key(&it));
+    }
+  }
+  return out;
+}
+
+void AppendChangedPaths(const bson_t* event, std::vector<std::string>* paths) {
+  bson_iter_t it, arr;
+  if (!bson_iter_init_find(&it, event, "changedPaths") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+      !bson_iter_recurse(&it, &arr)) {
+    return;
+  }
+  while (bson_iter_next(&arr)) {
+    if (!BSON_ITER_HOLDS_UTF8(&arr)) continue;
+    std::string p = bson_iter_utf8(&arr, nullptr);
+    bool seen = false;
+    for (const std::string& q : *paths) seen |= q == p;
+    if (!seen) paths->push_back(std::move(p));
+  }
+}
+
+Document BuildConflictErrInfo(const ConflictInfo& info) {
+  bson_t* b = bson_new();
+  if (info.basis_version) {
+    BSON_APPEND_INT64(b, "basisVersion", *info.basis_version);
+  } else {
+    BSON_APPEND_NULL(b, "basisVersion");
+  }
+  BSON_APPEND_INT64(b, "currentVersion", info.current_version);
+  if (info.current) {
+    BSON_APPEND_DOCUMENT(b, "current", info.current);
+  } else {
+    BSON_APPEND_NULL(b, "current");
+  }
+  AppendStringArray(b, "conflictingFields", info.conflicting_fields);
+  BSON_APPEND_BOOL(b, "conflictingFieldsComplete", info.conflicting_fields_complete);
+  if (info.last_writer) {
+    BSON_APPEND_DOCUMENT(b, "lastWriter", info.last_writer);
+  } else {
+    BSON_APPEND_NULL(b, "lastWriter");
+  }
+  BSON_APPEND_UTF8(b, "reason", info.reason.c_str());
+  BSON_APPEND_UTF8(b, "suggestedAction", SuggestedAction(info.code));
+  BSON_APPEND_UTF8(b, "policy", "reject");
+  return Document::Adopt(b);
+}
+
+Document BuildConflictEvent(const ConflictInfo& info) {
+  bson_t* b = bson_new();
+  BSON_APPEND_UTF8(b, "op", "conflict");
+  BSON_APPEND_UTF8(b, "ns", info.ns.c_str());
+  if (info.id) {
+    info.id->AppendTo(b, "_id");
+  } else {
+    BSON_APPEND_NULL(b, "_id");
+  }
+  BSON_APPEND_INT64(b, "versionBefore", info.current_version);
+  BSON_APPEND_INT64(b, "versionAfter", info.current_version);
+  if (info.basis_version) BSON_APPEND_INT64(b, "basisVersion", *info.basis_version);
+  AppendWriteContext(b, "writeContext", info.context ? *info.context : WriteContext());
+  AppendStringArray(b, "changedPaths", {});
+  AppendStringArray(b, "conflictingFields", info.conflicting_fields);
+  BSON_APPEND_UTF8(b, "code", ErrorCodeName(info.code));
+  BSON_APPEND_UTF8(b, "reason", info.reason.c_str());
+  BSON_APPEND_UTF8(b, "policy", "reject");
+  BSON_APPEND_DATE_TIME(b, "at", info.now_ms);
+  BSON_APPEND_BOOL(b, "gated", true);
+  return Document::Adopt(b);
+}
+
+std::string BuildConflictMessage(const ConflictInfo& info) {
+  std::string what = info.code == ErrorCode::kStaleBasis ? "stale basis" : "version conflict";
+  std::string msg = what + " on " + info.ns;
+  if (info.id) msg += " _id: " + info.id->ToJson();
+  msg += ": " + info.reason;
+  if (!info.conflicting_fields.empty()) {
+    msg += "; changed since the basis:";
+    for (size_t i = 0; i < info.conflicting_fields.size(); ++i) {
+      msg += (i ? ", " : " ") + info.conflicting_fields[i];
+    }
+  }
+  return msg + ". Reread the document and decide again.";
+}
+
+bool HasVersionEquality(const bson_t* filter, const std::string& version_field) {
+  bson_iter_t it;
+  int64_t v;
+  return bson_iter_init_find(&it, filter, version_field.c_str()) && VersionEqualityOperand(&it, &v);
+}
+
+bool SplitVersionEquality(const bson_t* filter, const std::string& version_field, int64_t* expected,
+                          Document* without) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, filter, version_field.c_str()) || !VersionEqualityOperand(&it, expected)) {
+    return false;
+  }
+  bson_t* rest = bson_new();
+  bson_iter_init(&it, filter);
+  while (bson_iter_next(&it)) {
+    if (version_field != bson_iter_key(&it)) bson_append_iter(rest, nullptr, 0, &it);
+  }
+  *without = Document::Adopt(rest);
+  return true;
+}
+
+}  // namespace gatedb

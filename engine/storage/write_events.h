@@ -1,0 +1,80 @@
+// File: engine/storage/write_events.h
+//
+// The BSON the write path produces besides documents: journal events (one
+// per committed write, and one per refused gated write), the last-writer
+// block of a record, and a VersionConflict's errInfo.  Field names are
+// PROTOCOL.md's.
+#ifndef GATEDB_ENGINE_STORAGE_WRITE_EVENTS_H_
+#define GATEDB_ENGINE_STORAGE_WRITE_EVENTS_H_
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/storage/db_impl_internal.h"
+#include "gatedb/document.h"
+#include "gatedb/options.h"
+#include "gatedb/value.h"
+
+namespace gatedb {
+
+int64_t NowMillis();
+
+// {agentId, taskId, source, at}: who last wrote a document.
+Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms);
+
+// Appends the write context as PROTOCOL.md's writeContext document.
+void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);
+
+// A committed write's event: {op, ns, _id, versionBefore, versionAfter,
+// writeContext, changedPaths, at, gated, basisVersion?}.  The journal adds
+// `seq` first.  A missing before/after version is null (insert / delete).
+Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
+                         std::optional<int64_t> version_before, std::optional<int64_t> version_after,
+                         const WriteContext& ctx, const std::vector<std::string>& changed_paths,
+                         const WriteGate& gate, int64_t now_ms);
+
+// The top-level field names of a new document, but the version field.
+std::vector<std::string> TopLevelPaths(const bson_t* doc, const std::string& version_field);
+
+// Appends an event's changedPaths to `paths`, skipping ones already there.
+void AppendChangedPaths(const bson_t* event, std::vector<std::string>* paths);
+
+// Everything known about a refused gated write.
+struct ConflictInfo {
+  ErrorCode code = ErrorCode::kVersionConflict;  // or StaleBasis
+  std::string ns;
+  std::optional<Value> id;
+  std::optional<int64_t> basis_version;
+  int64_t current_version = 0;
+  const bson_t* current = nullptr;      // the document now, or null
+  std::vector<std::string> conflicting_fields;
+  bool conflicting_fields_complete = false;
+  const bson_t* last_writer = nullptr;  // {agentId, taskId, source, at}, or null
+  std::string reason;
+  const WriteContext* context = nullptr;
+  int64_t now_ms = 0;
+};
+
+// errInfo: {basisVersion, currentVersion, current, conflictingFields,
+// conflictingFieldsComplete, lastWriter, reason, suggestedAction, policy}.
+Document BuildConflictErrInfo(const ConflictInfo& info);
+// The conflict event: {op: "conflict", ns, _id, versionBefore, versionAfter
+// (both the current version), basisVersion, writeContext, changedPaths: [],
+// conflictingFields, code, reason, policy, at, gated: true}.
+Document BuildConflictEvent(const ConflictInfo& info);
+std::string BuildConflictMessage(const ConflictInfo& info);
+
+// True when the filter holds a top-level equality on the version field
+// ({version: 3} or {version: {$eq: 3}}, a number).
+bool HasVersionEquality(const bson_t* filter, const std::string& version_field);
+// Splits such a filter into the expected version and the filter without it.
+bool SplitVersionEquality(const bson_t* filter, const std::string& version_field, int64_t* expected,
+                          Document* without);
+
+}  // namespace gatedb
+
+#endif  // GATEDB_ENGINE_STORAGE_WRITE_EVENTS_H_

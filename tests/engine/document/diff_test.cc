@@ -1,0 +1,48 @@
+#include "engine/document/diff.h"
+
+#include "tests/testutil/test_util.h"
+
+namespace gatedb {
+namespace {
+
+std::vector<std::string> Diff(const std::string& a, const std::string& b) {
+  Document da = test::Json(a), db = test::Json(b);
+  std::vector<std::string> out;
+  DiffPaths(da.bson(), db.bson(), "version", &out);
+  return out;
+}
+
+TEST(DiffPathsTest, ReportsChangedAddedRemovedFields) {
+  EXPECT_THAT(Diff(R"({"a": 1, "b": 2})", R"({"a": 1, "b": 2})"), ::testing::IsEmpty());
+  EXPECT_THAT(Diff(R"({"a": 1, "b": 2})", R"({"a": 5, "b": 2})"), ::testing::ElementsAre("a"));
+  EXPECT_THAT(Diff(R"({"a": 1})", R"({"a": 1, "c": 3})"), ::testing::ElementsAre("c"));
+  EXPECT_THAT(Diff(R"({"a": 1, "b": 2})", R"({"b": 2})"), ::testing::ElementsAre("a"));
+  // A type change with an equal numeric value is a change.
+  EXPECT_THAT(Diff(R"({"a": 1})", R"({"a": 1.0})"), ::testing::ElementsAre("a"));
+}
+
+TEST(DiffPathsTest, DescendsIntoDocumentsButNotArrays) {
+  EXPECT_THAT(Diff(R"({"addr": {"city": "x", "zip": 1}})", R"({"addr": {"city": "y", "zip": 1}})"),
+              ::testing::ElementsAre("addr.city"));
+  EXPECT_THAT(Diff(R"({"items": [{"q": 1}, {"q": 2}]})", R"({"items": [{"q": 1}, {"q": 3}]})"),
+              ::testing::ElementsAre("items"));
+  EXPECT_THAT(Diff(R"({"a": {"b": {"c": 1}}})", R"({"a": {"b": {"c": 1, "d": 2}}})"),
+              ::testing::ElementsAre("a.b.d"));
+  EXPECT_THAT(Diff(R"({"a": {"x": 1, "y": 2}})", R"({"a": {"y": 2, "x": 1}})"), ::testing::ElementsAre("a"));
+  EXPECT_THAT(Diff(R"({"a": {"x": 1}})", R"({"a": 5})"), ::testing::ElementsAre("a"));
+}
+
+TEST(DiffPathsTest, IgnoresTheVersionField) {
+  EXPECT_THAT(Diff(R"({"a": 1, "version": 1})", R"({"a": 2, "version": 2})"), ::testing::ElementsAre("a"));
+}
+
+TEST(PathsOverlapTest, ParentChildAndEqual) {
+  EXPECT_TRUE(PathsOverlap("a", "a"));
+  EXPECT_TRUE(PathsOverlap("a", "a.b"));
+  EXPECT_TRUE(PathsOverlap("a.b.c", "a.b"));
+  EXPECT_FALSE(PathsOverlap("a", "ab"));
+  EXPECT_FALSE(PathsOverlap("a.b", "a.c"));
+}
+
+}  // namespace
+}  // namespace gatedb

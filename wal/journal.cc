@@ -70,7 +70,7 @@ bool GetUtf8(const bson_t* b, const char* field, std::string_view* out) {
 }
 
 Status CollectedError(uint64_t after_seq, uint64_t first) {
-  return Status(ErrorCode::kNoSuchKey, "journal events after seq " + std::to_string(after_seq) +
+  return Status(ErrorCode::kChangeStreamHistoryLost, "journal events after seq " + std::to_string(after_seq) +
                                            " were collected; the oldest retained is " +
                                            std::to_string(first));
 }
@@ -157,7 +157,7 @@ void Journal::ReleaseSeq(uint64_t seq) {
 void Journal::Published(uint64_t seq) {
   {
     std::lock_guard<std::mutex> l(mu_);
-    assert(seq == published_ + 1 && seq == allocated_);
+    assert(seq > published_ && seq <= allocated_);
     if (seq > published_) published_ = seq;
   }
   published_cv_.notify_all();
@@ -349,7 +349,7 @@ Status Journal::EventsForDocument(std::string_view doc_key, int64_t after_versio
                               found.back().version == after_version + 1);
   }
   if (!complete) {
-    return Status(ErrorCode::kNoSuchKey,
+    return Status(ErrorCode::kChangeStreamHistoryLost,
                   "journal: the history of the document after version " + std::to_string(after_version) +
                       " is no longer complete; events before seq " + std::to_string(first) +
                       " were collected");

@@ -101,11 +101,14 @@ class Journal {
   // Reserves the next seq: last allocated + 1.
   uint64_t AllocateSeq();
   // The commit holding `seq` failed (or was never attempted): the seq is
-  // free again and the next AllocateSeq returns it.
+  // free again and the next AllocateSeq returns it.  A transaction holding
+  // several seqs releases them last first.
   // REQUIRES: seq is the last allocated and not published.
   void ReleaseSeq(uint64_t seq);
-  // The commit holding `seq` succeeded: readers may now see it; wakes
-  // WaitForEvents.  REQUIRES: seq is the last allocated, not yet published.
+  // The commit holding `seq` succeeded: readers may now see every seq up to
+  // it (a transaction that holds several seqs publishes its last one); wakes
+  // WaitForEvents.  REQUIRES: every seq up to `seq` is committed; seq is
+  // allocated and above last_seq().
   void Published(uint64_t seq);
 
   // Adds the event's puts to `txn` with PutUntracked (journal keys are unique
@@ -158,7 +161,7 @@ class Journal {
     uint64_t next_after_seq = 0;
   };
   // Events with seq > after_seq, in seq order, never past the last published
-  // seq.  Errors: NoSuchKey when after_seq + 1 < first_seq() (events after
+  // seq.  Errors: ChangeStreamHistoryLost when after_seq + 1 < first_seq() (events after
   // after_seq were collected; never a silent gap); DataCorruptionDetected
   // (a malformed or missing event below last_seq); InternalError (RocksDB).
   StatusOr<ReadResult> Read(const ReadOptions& opts) const;
@@ -172,7 +175,7 @@ class Journal {
   // current life (events before its latest re-insert are not returned).
   // after_version = -1 asks for the whole life (insert included).
   // On error *events is left empty.
-  // Errors: NoSuchKey when that history is not complete any more (an event
+  // Errors: ChangeStreamHistoryLost when that history is not complete any more (an event
   // in the range was collected), or cannot be proven complete because every
   // event of the document at or after after_version was collected; callers
   // that know the document's current version should not ask when it equals

@@ -81,7 +81,7 @@ class DBImpl {
   StatusOr<std::vector<Value>> Distinct(const DistinctRequest& req);
 
   // The journal: events after a sequence number, optionally of one
-  // collection.  Errors: NoSuchKey when the events asked for were collected.
+  // collection.  Errors: ChangeStreamHistoryLost when the events asked for were collected.
   StatusOr<JournalReadResult> ReadJournal(const JournalReadRequest& req);
   // Gated writes and conflicts of one collection over the retained journal.
   StatusOr<ConflictStatsResult> ConflictStats(const Namespace& ns);

@@ -50,7 +50,7 @@ StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns) {
     auto r = journal_->Read(ro);
     if (!r.ok()) {
       // Collected under our feet: start again from the new first event.
-      if (r.status().code() == ErrorCode::kNoSuchKey && after + 1 < journal_->first_seq()) {
+      if (r.status().code() == ErrorCode::kChangeStreamHistoryLost && after + 1 < journal_->first_seq()) {
         after = journal_->first_seq() - 1;
         continue;
       }

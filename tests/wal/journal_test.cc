@@ -297,6 +297,34 @@ TEST_F(JournalTest, ReleaseAfterRollbackLeavesNoGap) {
   EXPECT_EQ(DocVersions("ka", -1), (std::vector<int64_t>{0, 1, 2}));
 }
 
+TEST_F(JournalTest, SeveralEventsInOneTransaction) {
+  auto commit_three = [&](bool rollback) {
+    std::lock_guard<std::mutex> l(commit_mu_);
+    std::unique_ptr<rocksdb::Transaction> txn(db_->BeginTransaction(rocksdb::WriteOptions()));
+    std::vector<uint64_t> seqs;
+    for (int i = 0; i < 3; ++i) {
+      seqs.push_back(journal_->AllocateSeq());
+      std::string id = "m" + std::to_string(i);
+      Document ev = MakeEvent("insert", "db.c", id, 0);
+      ASSERT_OK(journal_->AddToTransaction(txn.get(), seqs.back(), ev.bson(), "k" + id, 0, true));
+    }
+    if (rollback) {
+      ASSERT_TRUE(txn->Rollback().ok());
+      for (auto it = seqs.rbegin(); it != seqs.rend(); ++it) journal_->ReleaseSeq(*it);
+      return;
+    }
+    ASSERT_TRUE(txn->Commit().ok());
+    journal_->Published(seqs.back());
+  };
+  commit_three(/*rollback=*/true);
+  EXPECT_EQ(journal_->last_seq(), 0u);
+  commit_three(/*rollback=*/false);
+  EXPECT_EQ(journal_->last_seq(), 3u);
+  EXPECT_EQ(Seqs({}), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(Write(MakeEvent("update", "db.c", "m0", 1), "km0", 1), 4u);
+  EXPECT_EQ(DocVersions("km0", -1), (std::vector<int64_t>{0, 1}));
+}
+
 TEST_F(JournalTest, EventIsAtomicWithTheDataInItsTransaction) {
   Document ev = MakeEvent("insert", "db.c", "a", 0);
   {
@@ -393,7 +421,7 @@ TEST_F(JournalTest, ReopenFinishesAnInterruptedCollection) {
   Reopen();
   EXPECT_EQ(journal_->first_seq(), 4u);
   EXPECT_EQ(journal_->last_seq(), 6u);
-  EXPECT_THAT(journal_->Read({}), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->Read({}), StatusIs(ErrorCode::kChangeStreamHistoryLost));
   EXPECT_EQ(CountEntries(handles_[1]), 6u);
   ASSERT_OK(journal_->Collect());
   EXPECT_EQ(CountEntries(handles_[1]), 3u);
@@ -470,24 +498,24 @@ TEST_F(JournalTest, CollectByAge) {
 
   Journal::ReadOptions ro;
   auto err = journal_->Read(ro);
-  EXPECT_THAT(err, StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(err, StatusIs(ErrorCode::kChangeStreamHistoryLost));
   EXPECT_EQ(err.status().reason(), "journal events after seq 0 were collected; the oldest retained is 5");
   ro.after_seq = 3;
-  EXPECT_THAT(journal_->Read(ro), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->Read(ro), StatusIs(ErrorCode::kChangeStreamHistoryLost));
   ro.after_seq = 4;
   EXPECT_EQ(Seqs(ro), (std::vector<int64_t>{5, 6, 7}));
 
   // "ka" keeps versions 3, 4, 5: complete after 2 or later, not before.
   std::vector<Document> events;
-  EXPECT_THAT(journal_->EventsForDocument("ka", -1, &events), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->EventsForDocument("ka", -1, &events), StatusIs(ErrorCode::kChangeStreamHistoryLost));
   EXPECT_TRUE(events.empty());
-  EXPECT_THAT(journal_->EventsForDocument("ka", 1, &events), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->EventsForDocument("ka", 1, &events), StatusIs(ErrorCode::kChangeStreamHistoryLost));
   EXPECT_EQ(DocVersions("ka", 2), (std::vector<int64_t>{3, 4, 5}));
   EXPECT_EQ(DocVersions("ka", 4), (std::vector<int64_t>{5}));
   EXPECT_EQ(DocVersions("ka", 5), (std::vector<int64_t>{}));
   // "kb" lost its only event: its history cannot be proven complete.
-  EXPECT_THAT(journal_->EventsForDocument("kb", -1, &events), StatusIs(ErrorCode::kNoSuchKey));
-  EXPECT_THAT(journal_->EventsForDocument("kb", 0, &events), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->EventsForDocument("kb", -1, &events), StatusIs(ErrorCode::kChangeStreamHistoryLost));
+  EXPECT_THAT(journal_->EventsForDocument("kb", 0, &events), StatusIs(ErrorCode::kChangeStreamHistoryLost));
 }
 
 TEST_F(JournalTest, CollectByMaxEvents) {
@@ -506,12 +534,12 @@ TEST_F(JournalTest, CollectByMaxEvents) {
   EXPECT_EQ(CountEntries(doc_cf()), 5u);
   Journal::ReadOptions ro;
   ro.after_seq = 2494;
-  EXPECT_THAT(journal_->Read(ro), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->Read(ro), StatusIs(ErrorCode::kChangeStreamHistoryLost));
   ro.after_seq = 2495;
   EXPECT_EQ(Seqs(ro), (std::vector<int64_t>{2496, 2497, 2498, 2499, 2500}));
   EXPECT_EQ(DocVersions("ka", 2494), (std::vector<int64_t>{2495, 2496, 2497, 2498, 2499}));
   std::vector<Document> events;
-  EXPECT_THAT(journal_->EventsForDocument("ka", 2493, &events), StatusIs(ErrorCode::kNoSuchKey));
+  EXPECT_THAT(journal_->EventsForDocument("ka", 2493, &events), StatusIs(ErrorCode::kChangeStreamHistoryLost));
 }
 
 // ---- Waiting --------------------------------------------------------------------
@@ -540,7 +568,7 @@ void ReadAndCheck(Journal* j, uint64_t* after, bool allow_collected, int* collec
   auto r = j->Read(ro);
   if (!r.ok()) {
     ASSERT_TRUE(allow_collected) << r.status().ToString();
-    ASSERT_THAT(r, StatusIs(ErrorCode::kNoSuchKey));
+    ASSERT_THAT(r, StatusIs(ErrorCode::kChangeStreamHistoryLost));
     ++*collected_errors;
     uint64_t first = j->first_seq();
     ASSERT_GT(first, *after + 1);
@@ -633,7 +661,7 @@ TEST_F(JournalTest, BackgroundCollectorRunsWithWriters) {
       if (s.ok()) {
         for (size_t i = 0; i < events.size(); ++i) ASSERT_EQ(IntField(events[i], "versionAfter"), int64_t(11 + i));
       } else {
-        ASSERT_THAT(s, StatusIs(ErrorCode::kNoSuchKey));
+        ASSERT_THAT(s, StatusIs(ErrorCode::kChangeStreamHistoryLost));
       }
       std::this_thread::yield();
     }

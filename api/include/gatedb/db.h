@@ -88,7 +88,7 @@ class Database {
   Status DropCollection(std::string_view db, std::string_view name);
   std::vector<std::string> ListCollectionNames(std::string_view db = "test");
 
-  // Journal events in commit order.  Errors: NoSuchKey when the events
+  // Journal events in commit order.  Errors: ChangeStreamHistoryLost when the events
   // after `after_seq` were already collected (retention): never a silent gap.
   StatusOr<JournalBatch> ReadJournal(const JournalQuery& query);
   // Blocks until an event with seq > after_seq exists or `timeout_ms`

@@ -208,7 +208,7 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply) {
         options.max_basis_age_ms = ms;
       }
     } else {
-      return Status(ErrorCode::kInvalidOptions, "collMod option '" + std::string(key) + "' is not supported");
+      return UnknownField("collMod", key);
     }
   }
   return ctx.db->ModifyCollection(ns, options);

@@ -335,7 +335,14 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
             RETURN_IF_ERROR(ReadDocument(&f, c, &stmt.q));
           } else if (k == "limit") {
             have_limit = true;
-            RETURN_IF_ERROR(ReadInt64(&f, c, &stmt.limit));
+            // Checked while parsing, as MongoDB: a bad limit fails the command.
+            Status ls = ReadInt64(&f, c, &stmt.limit);
+            if (!ls.ok() && ls.code() != ErrorCode::kTypeMismatch) ls = Status(ErrorCode::kFailedToParse, ls.reason());
+            RETURN_IF_ERROR(ls);
+            if (stmt.limit != 0 && stmt.limit != 1) {
+              return Status(ErrorCode::kFailedToParse,
+                            "The limit field in delete objects must be 0 or 1. Got " + std::to_string(stmt.limit));
+            }
           } else if (k == "basisVersion") {
             int64_t b = 0;
             RETURN_IF_ERROR(ReadInt64(&f, c, &b));
@@ -384,6 +391,9 @@ Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
     if (key == "upsert") return ReadBool(it, c, &req.upsert);
     if (key == "update") {
       if (BSON_ITER_HOLDS_ARRAY(it)) return Status(ErrorCode::kFailedToParse, "aggregation pipeline updates are not supported");
+      if (!BSON_ITER_HOLDS_DOCUMENT(it)) {
+        return Status(ErrorCode::kFailedToParse, "Update argument must be either an object or an array");
+      }
       Document u;
       RETURN_IF_ERROR(ReadDocument(it, c, &u));
       req.update = std::move(u);
@@ -426,8 +436,14 @@ Status CountCommand(CommandContext& ctx, bson_t* reply) {
       if (BSON_ITER_HOLDS_NULL(it)) return Status::OK();
       return ReadDocument(it, c, &req.query);
     }
-    if (key == "skip") return ReadInt64(it, c, &req.skip);
-    if (key == "limit") return ReadInt64(it, c, &req.limit);
+    if (key == "skip" || key == "limit") {
+      // count's skip and limit are plain numbers; another type is BadValue.
+      if (!BSON_ITER_HOLDS_NUMBER(it)) {
+        return Status(ErrorCode::kBadValue, "count's " + std::string(key) + " must be a number, not " +
+                                                TypeName(bson_iter_type(it)));
+      }
+      return ReadInt64(it, c, key == "skip" ? &req.skip : &req.limit);
+    }
     if (key == "hint" || key == "fields") return Status::OK();
     if (key == "collation") return CheckCollation(it, c);
     return UnknownField(ctx.command_name, key);

@@ -141,13 +141,13 @@ Status AddNodeAtPath(Node* parent, std::string_view path, std::unique_ptr<Node> 
                .emplace(std::string(parts[i]), std::make_unique<Node>(Kind::kPath))
                .first;
     } else if (it->second->kind != Kind::kPath) {
-      return BadValue("Path collision at " + std::string(path) + " remaining portion " +
-                      std::string(path.substr(path.find('.') + 1)));
+      return Status(ErrorCode::kLocation31249, "Path collision at " + std::string(path) + " remaining portion " +
+                                                   std::string(path.substr(path.find('.') + 1)));
     }
     current = it->second.get();
   }
   if (!current->children.emplace(std::string(parts.back()), std::move(node)).second) {
-    return BadValue("Path collision at " + std::string(path));
+    return Status(ErrorCode::kLocation31250, "Path collision at " + std::string(path));
   }
   return Status::OK();
 }
@@ -160,7 +160,7 @@ StatusOr<Node*> GetOrAddPathNode(Node* parent, std::string_view path) {
     if (it == current->children.end()) {
       it = current->children.emplace(std::string(part), std::make_unique<Node>(Kind::kPath)).first;
     } else if (it->second->kind != Kind::kPath) {
-      return BadValue("Path collision at " + std::string(path));
+      return Status(ErrorCode::kLocation31249, "Path collision at " + std::string(path));
     }
     current = it->second.get();
   }

@@ -89,10 +89,10 @@ StatusOr<std::unique_ptr<SortSpec>> SortSpec::Parse(const bson_t* spec) {
       return Status(ErrorCode::kBadValue,
                     "$meta is the only expression supported by $sort right now");
     }
-    if (!IsNumberType(type)) return Status(ErrorCode::kBadValue, kOrderingMessage);
+    if (!IsNumberType(type)) return Status(ErrorCode::kLocation15974, kOrderingMessage);
     const long double direction = TruncatedNumber(*bson_iter_value(&it));
     if (direction != 1 && direction != -1) {
-      return Status(ErrorCode::kBadValue, kOrderingMessage);
+      return Status(ErrorCode::kLocation15975, kOrderingMessage);
     }
     RETURN_IF_ERROR(ValidateFieldPath(path));
     if (!seen.emplace(path).second) {

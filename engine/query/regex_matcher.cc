@@ -20,7 +20,7 @@ struct RegexFlags {
 };
 
 Status InvalidRegex(const std::string& why) {
-  return Status(ErrorCode::kBadValue, "Regular expression is invalid: " + why);
+  return Status(ErrorCode::kLocation51091, "Regular expression is invalid: " + why);
 }
 
 bool IsSpace(char c) {

@@ -50,9 +50,9 @@ Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle*
   return FromRocks(it->status());
 }
 
-Status CheckSkipLimit(int64_t skip, int64_t limit) {
-  if (skip < 0) return Status(ErrorCode::kBadValue, "skip value must be non-negative, but received: " + std::to_string(skip));
-  if (limit < 0) return Status(ErrorCode::kBadValue, "limit value must be non-negative, but received: " + std::to_string(limit));
+Status CheckSkipLimit(int64_t skip, int64_t limit, ErrorCode code) {
+  if (skip < 0) return Status(code, "skip value must be non-negative, but received: " + std::to_string(skip));
+  if (limit < 0) return Status(code, "limit value must be non-negative, but received: " + std::to_string(limit));
   return Status::OK();
 }
 
@@ -78,7 +78,7 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
 
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
   RETURN_IF_ERROR(ValidateNamespace(req.ns));
-  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit));
+  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit, ErrorCode::kLocation51024));
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.filter.bson()));
   ASSIGN_OR_RETURN(std::unique_ptr<projection::Projection> proj,
                    projection::Projection::Parse(req.projection.bson()));
@@ -138,7 +138,7 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
 
 StatusOr<int64_t> DBImpl::Count(const CountRequest& req) {
   RETURN_IF_ERROR(ValidateNamespace(req.ns));
-  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit < 0 ? -req.limit : req.limit));
+  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit < 0 ? -req.limit : req.limit, ErrorCode::kFailedToParse));
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.query.bson()));
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) return int64_t{0};

@@ -933,15 +933,15 @@ TEST(MatcherErrorTest, BadOperatorArguments) {
       {R"({"a": {"$ne": {"$regularExpression": {"pattern": "x", "options": ""}}}})", ErrorCode::kBadValue,
        "Can't have regex as arg to $ne."},
       {R"({"a": {"%options": "i"}})", ErrorCode::kBadValue, "$options needs a $regex"},
-      {R"({"a": {"$regularExpression": {"pattern": "(", "options": ""}}})", ErrorCode::kBadValue, nullptr},
-      {R"j({"a": {"$regularExpression": {"pattern": "a)", "options": ""}}})j", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$regularExpression": {"pattern": "[a", "options": ""}}})", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$regularExpression": {"pattern": "(?<=a)b", "options": ""}}})", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$regularExpression": {"pattern": "a++", "options": ""}}})", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$regularExpression": {"pattern": "\\Qa\\E", "options": ""}}})", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$in": [{"$regularExpression": {"pattern": "(", "options": ""}}]}})", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$all": [{"$regularExpression": {"pattern": "(", "options": ""}}]}})", ErrorCode::kBadValue, nullptr},
-      {R"({"a": {"$not": {"$regularExpression": {"pattern": "(", "options": ""}}}})", ErrorCode::kBadValue, nullptr},
+      {R"({"a": {"$regularExpression": {"pattern": "(", "options": ""}}})", ErrorCode::kLocation51091, nullptr},
+      {R"j({"a": {"$regularExpression": {"pattern": "a)", "options": ""}}})j", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$regularExpression": {"pattern": "[a", "options": ""}}})", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$regularExpression": {"pattern": "(?<=a)b", "options": ""}}})", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$regularExpression": {"pattern": "a++", "options": ""}}})", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$regularExpression": {"pattern": "\\Qa\\E", "options": ""}}})", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$in": [{"$regularExpression": {"pattern": "(", "options": ""}}]}})", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$all": [{"$regularExpression": {"pattern": "(", "options": ""}}]}})", ErrorCode::kLocation51091, nullptr},
+      {R"({"a": {"$not": {"$regularExpression": {"pattern": "(", "options": ""}}}})", ErrorCode::kLocation51091, nullptr},
       {R"({"$alwaysTrue": 2})", ErrorCode::kFailedToParse, nullptr},
   };
   for (const ErrCase& c : cases) {
@@ -959,7 +959,7 @@ TEST(MatcherErrorTest, RegexFlagsAndOptions) {
   EXPECT_EQ("invalid flag in regex options: z", s.reason());
   EXPECT_THAT(ParseStatus(RegexOperator("a", "x", "g").bson()), StatusIs(ErrorCode::kLocation51108));
   EXPECT_OK(ParseStatus(RegexOperator("a", "x", "imsxu").bson()));
-  EXPECT_THAT(ParseStatus(RegexOperator("a", "(", "").bson()), StatusIs(ErrorCode::kBadValue));
+  EXPECT_THAT(ParseStatus(RegexOperator("a", "(", "").bson()), StatusIs(ErrorCode::kLocation51091));
 
   // $regex must be a string or a regex; $options a string.
   bson_t* f = bson_new();

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <thread>
 
 #include "gatedb/db.h"
@@ -54,12 +56,15 @@ TEST(CrashTest, AcknowledgedWritesSurviveKill9) {
       ChildWriter(dir.path(), fds[1]);
     }
     close(fds[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(150 + 100 * round));
+    // Let the child get going (opening takes a while), then kill it at a
+    // moment that varies by round.
+    int64_t last_acked = -1, v;
+    while (last_acked < 20 && read(fds[0], &v, sizeof v) == sizeof v) last_acked = v;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 60 * round));
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with " << WEXITSTATUS(status);
-    int64_t last_acked = -1, v;
     while (read(fds[0], &v, sizeof v) == sizeof v) last_acked = v;
     close(fds[0]);
     ASSERT_GE(last_acked, 0) << "the child acknowledged nothing";
@@ -83,6 +88,35 @@ TEST(CrashTest, AcknowledgedWritesSurviveKill9) {
       // Each increment raised the version in the same atomic write.
       EXPECT_EQ(n, version) << d.ToJson();
       if (id <= last_acked) EXPECT_EQ(n, id % 5) << d.ToJson();
+    }
+    // The journal agrees with the data: no document change without its
+    // event, and no event without its change.
+    JournalQuery q;
+    q.collection = "crash";
+    q.limit = 0;
+    auto journal = (*db)->ReadJournal(q);
+    ASSERT_OK(journal);
+    std::map<int64_t, int64_t> events_per_doc, max_version;
+    int64_t expect_seq = 1;
+    for (const Document& e : journal->events) {
+      bson_iter_t it;
+      ASSERT_TRUE(bson_iter_init_find(&it, e.bson(), "seq"));
+      EXPECT_EQ(bson_iter_as_int64(&it), expect_seq++) << "the journal has a gap";
+      ASSERT_TRUE(bson_iter_init_find(&it, e.bson(), "_id"));
+      int64_t id = bson_iter_as_int64(&it);
+      ASSERT_TRUE(bson_iter_init_find(&it, e.bson(), "versionAfter"));
+      ++events_per_doc[id];
+      max_version[id] = std::max(max_version[id], bson_iter_as_int64(&it));
+    }
+    EXPECT_EQ(events_per_doc.size(), docs->size());
+    for (const Document& d : *docs) {
+      bson_iter_t it;
+      bson_iter_init_find(&it, d.bson(), "_id");
+      int64_t id = bson_iter_as_int64(&it);
+      bson_iter_init_find(&it, d.bson(), "version");
+      int64_t version = bson_iter_as_int64(&it);
+      EXPECT_EQ(events_per_doc[id], version + 1) << "insert + one event per version, for " << d.ToJson();
+      EXPECT_EQ(max_version[id], version) << d.ToJson();
     }
     // And the store still takes writes.
     ASSERT_OK(c.InsertOne(Json(R"({"_id": "after"})").view()));

@@ -154,7 +154,11 @@ StatusOr<Document> Document::FromJson(std::string_view json) {
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
                                  static_cast<ssize_t>(text.size()), &error);
   if (b == nullptr) {
-    return Status(ErrorCode::kFailedToParse, std::string("invalid JSON: ") + error.message);
+    std::string msg = std::string("invalid JSON: ") + error.message;
+    if (msg.find("position") == std::string::npos && msg.find("Incomplete") != std::string::npos) {
+      msg += " (input ends at position " + std::to_string(json.size()) + ")";
+    }
+    return Status(ErrorCode::kFailedToParse, msg);
   }
   if (renamed) {
     bson_t* fixed = bson_new();

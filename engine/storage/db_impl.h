@@ -86,6 +86,15 @@ class DBImpl {
   // Gated writes and conflicts of one collection over the retained journal.
   StatusOr<ConflictStatsResult> ConflictStats(const Namespace& ns);
 
+  // A transaction that the writes of one or more requests join (set
+  // WriteOptionsInternal::scope); nothing is visible until CommitScope.
+  std::unique_ptr<WriteScope> BeginScope(const WriteOptionsInternal& w);
+  // Commits everything the scope wrote, its journal events and, when given,
+  // the extra put (an idempotency record), as one atomic RocksDB write.
+  // The scope is finished either way.
+  Status CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra_cf = nullptr,
+                     const std::string& extra_key = std::string(), const std::string& extra_value = std::string());
+
   const Options& options() const { return options_; }
   wal::Journal* journal() { return journal_.get(); }
 
@@ -109,11 +118,14 @@ class DBImpl {
 
   // Keys of the documents that match right now (read without locks), at
   // most `limit` (0: all).  Uses a point lookup when the filter pins _id.
+  // Inside a scope (`txn` not null) the scan sees the scope's own writes.
   Status CandidateKeys(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
-                       size_t limit, std::vector<std::string>* keys) const;
+                       size_t limit, std::vector<std::string>* keys, Txn* txn = nullptr) const;
   // Matching documents (copies) with their keys, for sorted selection.
   Status MatchingDocs(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
-                      std::vector<std::pair<std::string, Document>>* out) const;
+                      std::vector<std::pair<std::string, Document>>* out, Txn* txn = nullptr) const;
+  // Adds `events` to the scope, or commits them with `txn` when there is none.
+  Status FinishWrite(const WriteOptionsInternal& w, Txn& txn, std::vector<PendingEvent>* events);
 
   // One document's read-modify-write under its lock: re-checks `matcher` on
   // the latest value, applies `driver`, bumps the version when the document

@@ -71,14 +71,16 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     bool found = false;
     if (!sort) {
       std::vector<std::string> keys;
-      RETURN_IF_ERROR(CandidateKeys(*coll, req.query.bson(), *matcher, 1, &keys));
+      RETURN_IF_ERROR(CandidateKeys(*coll, req.query.bson(), *matcher, 1, &keys,
+                                    req.write.scope ? &req.write.scope->txn : nullptr));
       if (!keys.empty()) {
         target = keys[0];
         found = true;
       }
     } else {
       std::vector<std::pair<std::string, Document>> docs;
-      RETURN_IF_ERROR(MatchingDocs(*coll, req.query.bson(), *matcher, &docs));
+      RETURN_IF_ERROR(MatchingDocs(*coll, req.query.bson(), *matcher, &docs,
+                                   req.write.scope ? &req.write.scope->txn : nullptr));
       if (!docs.empty()) {
         std::vector<projection::SortKey> sort_keys(docs.size());
         for (size_t i = 0; i < docs.size(); ++i) sort->ExtractKey(docs[i].second.bson(), &sort_keys[i]);

@@ -79,6 +79,14 @@ class Txn {
   bool done_ = false;
 };
 
+// One transaction that a whole request (or several) writes through; its
+// journal events are numbered when it commits (DBImpl::CommitScope).
+struct WriteScope {
+  WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn(db, wo) {}
+  Txn txn;
+  std::vector<PendingEvent> events;
+};
+
 // How many times a single-document write retries a lock conflict before
 // reporting WriteConflict.
 constexpr int kMaxWriteRetries = 20;

@@ -22,12 +22,13 @@ namespace {
 // scan in _id order.  fn returns false to stop.
 template <typename Fn>
 Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, uint32_t coll_id,
-                        const bson_t* filter, Fn&& fn) {
+                        const bson_t* filter, Fn&& fn, Txn* txn = nullptr) {
   bson_value_t id;
   if (PointIdFromFilter(filter, &id)) {
     std::string key = keys::EncodeDocKey(coll_id, id);
     rocksdb::PinnableSlice value;
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, key, &value);
+    rocksdb::Status s = txn ? (*txn)->Get(rocksdb::ReadOptions(), cf, key, &value)
+                            : db->Get(rocksdb::ReadOptions(), cf, key, &value);
     if (s.IsNotFound()) return Status::OK();
     RETURN_IF_ERROR(FromRocks(s));
     RecordView rec;
@@ -40,7 +41,7 @@ Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle*
   rocksdb::Slice upper(end);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
+  std::unique_ptr<rocksdb::Iterator> it(txn ? (*txn)->GetIterator(ro, cf) : db->NewIterator(ro, cf));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     RecordView rec;
     rocksdb::Slice v = it->value();
@@ -59,21 +60,25 @@ Status CheckSkipLimit(int64_t skip, int64_t limit, ErrorCode code) {
 }  // namespace
 
 Status DBImpl::CandidateKeys(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
-                             size_t limit, std::vector<std::string>* keys) const {
-  return ForEachCandidate(db_, docs_cf_, coll.info.id, filter,
-                          [&](std::string_view key, const RecordView& rec) {
-                            if (matcher.Matches(&rec.doc)) keys->emplace_back(key);
-                            return limit == 0 || keys->size() < limit;
-                          });
+                             size_t limit, std::vector<std::string>* keys, Txn* txn) const {
+  return ForEachCandidate(
+      db_, docs_cf_, coll.info.id, filter,
+      [&](std::string_view key, const RecordView& rec) {
+        if (matcher.Matches(&rec.doc)) keys->emplace_back(key);
+        return limit == 0 || keys->size() < limit;
+      },
+      txn);
 }
 
 Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
-                            std::vector<std::pair<std::string, Document>>* out) const {
-  return ForEachCandidate(db_, docs_cf_, coll.info.id, filter,
-                          [&](std::string_view key, const RecordView& rec) {
-                            if (matcher.Matches(&rec.doc)) out->emplace_back(std::string(key), Document::Copy(&rec.doc));
-                            return true;
-                          });
+                            std::vector<std::pair<std::string, Document>>* out, Txn* txn) const {
+  return ForEachCandidate(
+      db_, docs_cf_, coll.info.id, filter,
+      [&](std::string_view key, const RecordView& rec) {
+        if (matcher.Matches(&rec.doc)) out->emplace_back(std::string(key), Document::Copy(&rec.doc));
+        return true;
+      },
+      txn);
 }
 
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {

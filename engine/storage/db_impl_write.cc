@@ -88,6 +88,29 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
   return Status::OK();
 }
 
+Status DBImpl::FinishWrite(const WriteOptionsInternal& w, Txn& txn, std::vector<PendingEvent>* events) {
+  if (w.scope != nullptr) {
+    for (PendingEvent& e : *events) w.scope->events.push_back(std::move(e));
+    events->clear();
+    return Status::OK();
+  }
+  return CommitWithEvents(txn, events);
+}
+
+std::unique_ptr<WriteScope> DBImpl::BeginScope(const WriteOptionsInternal& w) {
+  WriteOptionsInternal plain = w;
+  plain.scope = nullptr;
+  return std::make_unique<WriteScope>(db_, RocksWriteOptions(plain));
+}
+
+Status DBImpl::CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra_cf, const std::string& extra_key,
+                           const std::string& extra_value) {
+  if (extra_cf != nullptr) {
+    RETURN_IF_ERROR(FromRocks(scope->txn->Put(extra_cf, extra_key, extra_value)));
+  }
+  return CommitWithEvents(scope->txn, &scope->events);
+}
+
 Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
                                 int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
                                 const WriteOptionsInternal& w, ErrorCode code, const std::string& why) {
@@ -124,8 +147,13 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   ev.index_doc = false;
   std::vector<PendingEvent> events;
   events.push_back(std::move(ev));
-  Txn txn(db_, RocksWriteOptions(w));
-  Status s = CommitWithEvents(txn, &events);
+  Status s;
+  if (w.scope != nullptr) {
+    s = FinishWrite(w, w.scope->txn, &events);
+  } else {
+    Txn txn(db_, RocksWriteOptions(w));
+    s = CommitWithEvents(txn, &events);
+  }
   if (!s.ok()) return s;
   return Status(code, BuildConflictMessage(info), std::make_shared<const Document>(BuildConflictErrInfo(info)));
 }
@@ -178,10 +206,13 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
   int64_t now = NowMillis();
   Document writer = BuildWriterBlock(req.write.context, now);
   while (i < req.documents.size() && !stop) {
-    Txn txn(db_, RocksWriteOptions(req.write));
+    std::optional<Txn> local;
+    if (req.write.scope == nullptr) local.emplace(db_, RocksWriteOptions(req.write));
+    Txn& txn = req.write.scope ? req.write.scope->txn : *local;
     std::vector<std::pair<size_t, Value>> pending;
     std::vector<PendingEvent> events;
-    for (size_t in_batch = 0; i < req.documents.size() && in_batch < kBatch; ++i, ++in_batch) {
+    size_t batch_limit = req.write.scope ? req.documents.size() : kBatch;
+    for (size_t in_batch = 0; i < req.documents.size() && in_batch < batch_limit; ++i, ++in_batch) {
       Document doc;
       Status s = PrepareNewDocument(req.documents[i].bson(), opts->version_field, 0, &doc);
       bson_value_t id;
@@ -217,7 +248,7 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
       events.push_back(std::move(ev));
       pending.emplace_back(i, Value(id));
     }
-    Status cs = CommitWithEvents(txn, &events);
+    Status cs = FinishWrite(req.write, txn, &events);
     if (!cs.ok()) {
       for (auto& p : pending) result.write_errors.push_back(WriteError{p.first, cs});
       std::sort(result.write_errors.begin(), result.write_errors.end(),
@@ -237,12 +268,14 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
   const std::string& vf = opts->version_field;
   for (int attempt = 0;; ++attempt) {
-    Txn txn(db_, RocksWriteOptions(w));
+    std::optional<Txn> local;
+    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
+    Txn& txn = w.scope ? w.scope->txn : *local;
     std::string value;
     rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &value);
     if (rs.IsNotFound()) return Status::OK();  // deleted since it was found
     Status s = FromRocks(rs);
-    if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
+    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
       continue;
     }
@@ -296,8 +329,8 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
                                       rec.version, rec.version + 1, w.context, paths, gate, now);
     events[0].doc_key = key;
     events[0].version_after = rec.version + 1;
-    s = CommitWithEvents(txn, &events);
-    if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
+    s = FinishWrite(w, txn, &events);
+    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
       out->matched = false;
       continue;
@@ -339,7 +372,9 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(query));
   Document writer = BuildWriterBlock(w.context, now);
   for (int attempt = 0;; ++attempt) {
-    Txn txn(db_, RocksWriteOptions(w));
+    std::optional<Txn> local;
+    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
+    Txn& txn = w.scope ? w.scope->txn : *local;
     std::string existing;
     rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &existing);
     if (rs.ok()) {
@@ -364,10 +399,10 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
         events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
                                           TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
         events[0].doc_key = key;
-        s = CommitWithEvents(txn, &events);
+        s = FinishWrite(w, txn, &events);
       }
     }
-    if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
+    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
       continue;
     }
@@ -381,7 +416,9 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
 Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
                               const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out) {
   for (int attempt = 0;; ++attempt) {
-    Txn txn(db_, RocksWriteOptions(w));
+    std::optional<Txn> local;
+    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
+    Txn& txn = w.scope ? w.scope->txn : *local;
     std::string value;
     rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &value);
     if (rs.IsNotFound()) return Status::OK();
@@ -407,10 +444,10 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
                                           {}, gate, NowMillis());
         events[0].doc_key = key;
         events[0].version_after = rec.version + 1;
-        s = CommitWithEvents(txn, &events);
+        s = FinishWrite(w, txn, &events);
       }
     }
-    if (IsLockConflict(s) && attempt < kMaxWriteRetries) {
+    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
       BackoffBeforeRetry(attempt);
       continue;
     }
@@ -498,7 +535,8 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
   RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.multi ? 0 : 1, &keys));
+    RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.multi ? 0 : 1, &keys,
+                                  w.scope ? &w.scope->txn : nullptr));
     bool matched_any = false;
     for (size_t k = 0; k < keys.size(); ++k) {
       WriteOutcome o;
@@ -512,7 +550,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
     }
     // A single-document update whose candidate stopped matching before it
     // was locked looks again.
-    if (!matched_any && !stmt.multi && !keys.empty() && attempt < kMaxWriteRetries) continue;
+    if (!matched_any && !stmt.multi && !keys.empty() && w.scope == nullptr && attempt < kMaxWriteRetries) continue;
     if (matched_any) return Status::OK();
     if (gate.basis_version) return BasisTargetMissing(coll, stmt.q.bson(), gate, w);
     if (!stmt.upsert) {
@@ -527,7 +565,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
       }
       return us;
     }
-    if (o.raced && attempt < kMaxWriteRetries) continue;  // retry as an update
+    if (o.raced && attempt < kMaxWriteRetries) continue;  // retry as an update (in a scope: sees its own insert)
     if (o.raced) return Status(ErrorCode::kWriteConflict, "upsert kept racing with concurrent inserts");
     ++result->n;
     result->upserted.push_back(Upserted{index, std::move(*o.upserted_id)});
@@ -590,7 +628,8 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
   RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.limit, &keys));
+    RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.limit, &keys,
+                                  w.scope ? &w.scope->txn : nullptr));
     bool deleted_any = false;
     for (const std::string& key : keys) {
       WriteOutcome o;
@@ -601,7 +640,7 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
         if (stmt.limit == 1) break;
       }
     }
-    if (stmt.limit == 1 && !deleted_any && !keys.empty() && attempt < kMaxWriteRetries) continue;
+    if (stmt.limit == 1 && !deleted_any && !keys.empty() && w.scope == nullptr && attempt < kMaxWriteRetries) continue;
     if (!deleted_any && gate.basis_version) return BasisTargetMissing(coll, stmt.q.bson(), gate, w);
     if (!deleted_any && gate.idiom) DetectIdiomConflict(coll, stmt.q.bson(), index, w, &result->version_conflicts);
     return Status::OK();

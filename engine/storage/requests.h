@@ -49,9 +49,15 @@ struct WriteError {
   Status status;  // with its errInfo, when it has one
 };
 
+struct WriteScope;  // engine/storage/db_impl_internal.h
+
 struct WriteOptionsInternal {
   bool sync = false;  // j: true
   WriteContext context;
+  // When set, every write of the request joins this one transaction and
+  // nothing commits until DBImpl::CommitScope (a keyed command, a
+  // transaction).  Lock waits then fail instead of retrying.
+  WriteScope* scope = nullptr;
 };
 
 struct InsertRequest {

@@ -15,17 +15,23 @@
 #include <string>
 
 #include "gatedb/document.h"
+#include "gatedb/options.h"
 #include "gatedb/status.h"
 
 namespace gatedb {
 
 class DBImpl;
+struct WriteScope;
 
 namespace commands {
 
 // What one command invocation sees.
 struct CommandContext {
   DBImpl* db = nullptr;
+  // Set for a keyed write (writeContext with taskId and writeSeq): the
+  // command's writes join this one transaction, committed by the dispatcher
+  // together with the idempotency record.
+  WriteScope* scope = nullptr;
   std::string db_name;       // from $db; "test" when absent
   std::string command_name;  // the first field's name
   const bson_t* cmd = nullptr;
@@ -61,6 +67,7 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply);
 // gatedb's extension commands (gate_commands.cc).
 Status JournalCommand(CommandContext& ctx, bson_t* reply);
 Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply);
+Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply);
 
 }  // namespace commands
 
@@ -74,6 +81,10 @@ class CommandDispatcher {
   Document Run(const bson_t* cmd);
 
  private:
+  // A keyed write: replay, refuse a reused key, or execute once and store
+  // the reply atomically with the effects.
+  Document RunKeyed(commands::CommandContext& ctx, commands::CommandFn fn, const WriteContext& wc);
+
   DBImpl* db_;
 };
 

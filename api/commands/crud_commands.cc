@@ -168,8 +168,22 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
     return Status(ErrorCode::kInvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  req.write.scope = ctx.scope;
   ASSIGN_OR_RETURN(InsertResult result, ctx.db->Insert(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
+  if (ctx.scope != nullptr) {
+    // A keyed insert reports the _ids it gave, so that an agent retrying
+    // after a lost reply learns them from the replay.
+    bson_t ids;
+    char keybuf[16];
+    BSON_APPEND_ARRAY_BEGIN(reply, "insertedIds", &ids);
+    for (size_t i = 0; i < result.inserted_ids.size(); ++i) {
+      const char* key;
+      bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+      result.inserted_ids[i].AppendTo(&ids, key);
+    }
+    bson_append_array_end(reply, &ids);
+  }
   AppendWriteErrors(result.write_errors, reply);
   return Status::OK();
 }
@@ -292,6 +306,7 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
     return Status(ErrorCode::kInvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  req.write.scope = ctx.scope;
   ASSIGN_OR_RETURN(UpdateWriteResult result, ctx.db->Update(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
   BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(result.n_modified));
@@ -371,6 +386,7 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
     return Status(ErrorCode::kInvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  req.write.scope = ctx.scope;
   ASSIGN_OR_RETURN(DeleteWriteResult result, ctx.db->Delete(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
   AppendWriteErrors(result.write_errors, reply);
@@ -412,6 +428,7 @@ Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
     return UnknownField(ctx.command_name, key);
   }));
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
+  req.write.scope = ctx.scope;
   ASSIGN_OR_RETURN(FindAndModifyResult result, ctx.db->FindAndModify(req));
   bson_t leo;
   BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);

@@ -5,6 +5,7 @@
 #include "api/commands/command_dispatcher.h"
 #include "api/commands/command_util.h"
 #include "engine/storage/db_impl.h"
+#include "engine/storage/idempotency.h"
 
 namespace gatedb {
 namespace commands {
@@ -90,6 +91,34 @@ Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply) {
     BSON_APPEND_UTF8(&d, "agentId", r.agents[i].first.c_str());
     BSON_APPEND_INT64(&d, "conflicts", r.agents[i].second);
     bson_append_document_end(&arr, &d);
+  }
+  bson_append_array_end(reply, &arr);
+  return Status::OK();
+}
+
+Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  std::string task_id;
+  RETURN_IF_ERROR(ReadString(&it, "idempotencyStatus", &task_id));
+  while (bson_iter_next(&it)) {
+    if (!IsGenericCommandField(bson_iter_key(&it))) return UnknownField("idempotencyStatus", bson_iter_key(&it));
+  }
+  ASSIGN_OR_RETURN(auto writes, ctx.db->idempotency()->ListTask(task_id));
+  bson_t arr;
+  char keybuf[16];
+  BSON_APPEND_ARRAY_BEGIN(reply, "writes", &arr);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const char* key;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_t w;
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &w);
+    BSON_APPEND_INT64(&w, "writeSeq", writes[i].first);
+    BSON_APPEND_DATE_TIME(&w, "at", writes[i].second.at_ms);
+    BSON_APPEND_UTF8(&w, "ns", writes[i].second.ns.c_str());
+    BSON_APPEND_DOCUMENT(&w, "reply", writes[i].second.reply.bson());
+    bson_append_document_end(&arr, &w);
   }
   bson_append_array_end(reply, &arr);
   return Status::OK();

@@ -39,6 +39,7 @@ namespace wal {
 class Journal;
 }
 struct WriteGate;
+class IdempotencyLog;
 struct PendingEvent;
 class Txn;
 
@@ -97,6 +98,9 @@ class DBImpl {
 
   const Options& options() const { return options_; }
   wal::Journal* journal() { return journal_.get(); }
+  IdempotencyLog* idempotency() { return idempotency_.get(); }
+  // The clock in force (Options::clock_ms, or the system clock).
+  int64_t NowMs() const;
 
  private:
   struct Collection;  // catalog entry plus its drop lock
@@ -176,6 +180,7 @@ class DBImpl {
   rocksdb::ColumnFamilyHandle* docs_cf_ = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::unique_ptr<wal::Journal> journal_;
+  std::unique_ptr<IdempotencyLog> idempotency_;
 
   // Held from journal sequence allocation through commit.
   std::mutex commit_mu_;

@@ -10,6 +10,7 @@
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/rocks_status.h"
 #include "engine/storage/write_events.h"
+#include "engine/storage/idempotency.h"
 #include "wal/journal.h"
 
 namespace gatedb {
@@ -93,9 +94,13 @@ Status ValidateNamespace(const Namespace& ns) {
 
 DBImpl::DBImpl(const std::string& path, const Options& options) : path_(path), options_(options) {}
 
+int64_t DBImpl::NowMs() const { return options_.clock_ms ? options_.clock_ms() : NowMillis(); }
+
 DBImpl::~DBImpl() {
   if (journal_) journal_->Stop();
   journal_.reset();
+  if (idempotency_) idempotency_->Stop();
+  idempotency_.reset();
   if (db_ != nullptr) {
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
     delete db_;
@@ -130,6 +135,7 @@ Status DBImpl::OpenRocks() {
   for (const std::string& name : wal::Journal::ColumnFamilyNames()) {
     cfs.push_back({name, rocksdb::ColumnFamilyOptions(opts)});
   }
+  cfs.push_back({IdempotencyLog::kColumnFamily, rocksdb::ColumnFamilyOptions(opts)});
   rocksdb::Status s = rocksdb::TransactionDB::Open(opts, txn_opts, path_, cfs, &handles_, &db_);
   if (!s.ok()) {
     db_ = nullptr;
@@ -142,8 +148,11 @@ Status DBImpl::OpenRocks() {
   jopts.retention_ms = options_.journal_retention_ms;
   jopts.max_events = options_.journal_max_events;
   ASSIGN_OR_RETURN(journal_, wal::Journal::Open(db_, handles_[3], handles_[4], handles_[5], jopts,
-                                                [] { return NowMillis(); }));
+                                                [this] { return NowMs(); }));
   journal_->StartBackgroundCollector();
+  idempotency_ = std::make_unique<IdempotencyLog>(db_, handles_[6], options_.idempotency_retention_sec * 1000,
+                                                  [this] { return NowMs(); });
+  idempotency_->StartBackgroundCollector(60 * 1000);
   return Status::OK();
 }
 

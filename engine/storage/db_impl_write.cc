@@ -137,7 +137,7 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   info.last_writer = last_writer;
   info.reason = why;
   info.context = &w.context;
-  info.now_ms = NowMillis();
+  info.now_ms = NowMs();
 
   // The conflict event: it changes no data, but it is part of the record.
   PendingEvent ev;
@@ -163,7 +163,7 @@ Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const
   if (!gate.gated()) return Status::OK();
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
   if (!opts->max_basis_age_ms || !w.context.read_at_ms) return Status::OK();
-  int64_t age = NowMillis() - *w.context.read_at_ms;
+  int64_t age = NowMs() - *w.context.read_at_ms;
   if (age <= *opts->max_basis_age_ms) return Status::OK();
   std::string why = "the basis was read " + std::to_string(age) + " ms ago; collection " + coll.info.ns.full() +
                     " accepts gated writes whose basis is at most " + std::to_string(*opts->max_basis_age_ms) +
@@ -203,7 +203,7 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
   size_t i = 0;
   bool stop = false;
   std::string record;
-  int64_t now = NowMillis();
+  int64_t now = NowMs();
   Document writer = BuildWriterBlock(req.write.context, now);
   while (i < req.documents.size() && !stop) {
     std::optional<Txn> local;
@@ -295,7 +295,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     out->matched = true;
     update::ApplyContext ctx;
     ctx.positional_index = details.elem_match_index;
-    int64_t now = NowMillis();
+    int64_t now = NowMs();
     ctx.now_millis = now;
     bson_t applied = BSON_INITIALIZER;
     s = driver.Apply(&rec.doc, ctx, &applied);
@@ -353,7 +353,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   }
   update::ApplyContext ctx;
   ctx.is_upsert_insert = true;
-  int64_t now = NowMillis();
+  int64_t now = NowMs();
   ctx.now_millis = now;
   bson_t applied = BSON_INITIALIZER;
   s = driver.Apply(&seed, ctx, &applied);
@@ -441,7 +441,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
         GetId(&rec.doc, &id);
         std::vector<PendingEvent> events(1);
         events[0].event = BuildWriteEvent("delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context,
-                                          {}, gate, NowMillis());
+                                          {}, gate, NowMs());
         events[0].doc_key = key;
         events[0].version_after = rec.version + 1;
         s = FinishWrite(w, txn, &events);

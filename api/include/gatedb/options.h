@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -44,6 +45,15 @@ struct Options {
   // And at most this many events (0: no count limit).
   // Default: 0
   uint64_t journal_max_events = 0;
+
+  // How long the idempotency log keeps a (taskId, writeSeq) key and its
+  // reply; a retry after that runs again (the version gate and unique keys
+  // still apply).  Default: 7 days
+  int64_t idempotency_retention_sec = 7LL * 24 * 3600;
+
+  // The clock (ms since the epoch) for retention and event times; tests
+  // inject one.  Default: null (the system clock)
+  std::function<int64_t()> clock_ms;
 };
 
 // Who writes, and why: recorded in the journal with every write, used by

@@ -1,0 +1,161 @@
+#include "engine/storage/idempotency.h"
+
+#include <cstring>
+
+#include "engine/storage/rocks_status.h"
+#include "engine/util/coding.h"
+
+namespace gatedb {
+
+constexpr char IdempotencyLog::kColumnFamily[];
+
+IdempotencyLog::IdempotencyLog(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, int64_t retention_ms,
+                               std::function<int64_t()> clock_ms)
+    : db_(db), cf_(cf), retention_ms_(retention_ms), clock_ms_(std::move(clock_ms)) {}
+
+IdempotencyLog::~IdempotencyLog() { Stop(); }
+
+std::string IdempotencyLog::EncodeKey(const std::string& task_id, int64_t write_seq) {
+  std::string key = task_id;
+  key.push_back('\0');
+  PutFixed64BE(&key, static_cast<uint64_t>(write_seq) ^ (uint64_t{1} << 63));
+  return key;
+}
+
+Status IdempotencyLog::ValidateTaskId(const std::string& task_id) {
+  if (task_id.find('\0') != std::string::npos) {
+    return Status(ErrorCode::kBadValue, "writeContext.taskId must not contain a NUL byte");
+  }
+  return Status::OK();
+}
+
+std::string IdempotencyLog::EncodeRecord(const IdempotencyRecord& record) {
+  bson_t b = BSON_INITIALIZER;
+  bson_append_binary(&b, "fp", 2, BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(record.fingerprint.data()),
+                     static_cast<uint32_t>(record.fingerprint.size()));
+  BSON_APPEND_DATE_TIME(&b, "at", record.at_ms);
+  BSON_APPEND_UTF8(&b, "ns", record.ns.c_str());
+  BSON_APPEND_DOCUMENT(&b, "reply", record.reply.bson());
+  std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
+  bson_destroy(&b);
+  return out;
+}
+
+namespace {
+
+Status DecodeRecord(const rocksdb::Slice& bytes, IdempotencyRecord* out) {
+  bson_t b;
+  if (!bson_init_static(&b, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
+    return Status(ErrorCode::kDataCorruptionDetected, "bad idempotency record");
+  }
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, &b, "fp") || !BSON_ITER_HOLDS_BINARY(&it)) {
+    return Status(ErrorCode::kDataCorruptionDetected, "idempotency record without fingerprint");
+  }
+  uint32_t len = 0;
+  const uint8_t* data = nullptr;
+  bson_iter_binary(&it, nullptr, &len, &data);
+  out->fingerprint.assign(reinterpret_cast<const char*>(data), len);
+  if (bson_iter_init_find(&it, &b, "at") && BSON_ITER_HOLDS_DATE_TIME(&it)) out->at_ms = bson_iter_date_time(&it);
+  if (bson_iter_init_find(&it, &b, "ns") && BSON_ITER_HOLDS_UTF8(&it)) out->ns = bson_iter_utf8(&it, nullptr);
+  if (!bson_iter_init_find(&it, &b, "reply") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    return Status(ErrorCode::kDataCorruptionDetected, "idempotency record without reply");
+  }
+  bson_iter_document(&it, &len, &data);
+  bson_t* reply = bson_new_from_data(data, len);
+  if (reply == nullptr) return Status(ErrorCode::kDataCorruptionDetected, "bad stored reply");
+  out->reply = Document::Adopt(reply);
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<std::optional<IdempotencyRecord>> IdempotencyLog::Lookup(const std::string& key) const {
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_, key, &value);
+  if (s.IsNotFound()) return std::optional<IdempotencyRecord>();
+  RETURN_IF_ERROR(FromRocks(s));
+  IdempotencyRecord rec;
+  RETURN_IF_ERROR(DecodeRecord(value, &rec));
+  return std::optional<IdempotencyRecord>(std::move(rec));
+}
+
+StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> IdempotencyLog::ListTask(
+    const std::string& task_id) const {
+  RETURN_IF_ERROR(ValidateTaskId(task_id));
+  std::string prefix = task_id;
+  prefix.push_back('\0');
+  std::vector<std::pair<int64_t, IdempotencyRecord>> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (it->key().size() != prefix.size() + 8) continue;
+    int64_t seq = static_cast<int64_t>(DecodeFixed64BE(it->key().data() + prefix.size()) ^ (uint64_t{1} << 63));
+    IdempotencyRecord rec;
+    RETURN_IF_ERROR(DecodeRecord(it->value(), &rec));
+    out.emplace_back(seq, std::move(rec));
+  }
+  RETURN_IF_ERROR(FromRocks(it->status()));
+  return out;
+}
+
+void IdempotencyLog::Claim(const std::string& key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return in_flight_.count(key) == 0; });
+  in_flight_.insert(key);
+}
+
+void IdempotencyLog::Release(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_.erase(key);
+  }
+  cv_.notify_all();
+}
+
+StatusOr<uint64_t> IdempotencyLog::Collect() {
+  int64_t cutoff = clock_ms_() - retention_ms_;
+  uint64_t collected = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
+  rocksdb::WriteBatch batch;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    IdempotencyRecord rec;
+    if (!DecodeRecord(it->value(), &rec).ok() || rec.at_ms < cutoff) {
+      batch.Delete(cf_, it->key());
+      ++collected;
+      if (batch.Count() >= 1000) {
+        RETURN_IF_ERROR(FromRocks(db_->GetBaseDB()->Write(rocksdb::WriteOptions(), &batch)));
+        batch.Clear();
+      }
+    }
+  }
+  RETURN_IF_ERROR(FromRocks(it->status()));
+  if (batch.Count() > 0) RETURN_IF_ERROR(FromRocks(db_->GetBaseDB()->Write(rocksdb::WriteOptions(), &batch)));
+  return collected;
+}
+
+void IdempotencyLog::StartBackgroundCollector(int64_t interval_ms) {
+  std::lock_guard<std::mutex> lock(bg_mu_);
+  if (bg_.joinable()) return;
+  bg_stop_ = false;
+  bg_ = std::thread([this, interval_ms] {
+    std::unique_lock<std::mutex> l(bg_mu_);
+    while (!bg_stop_) {
+      bg_cv_.wait_for(l, std::chrono::milliseconds(interval_ms), [&] { return bg_stop_; });
+      if (bg_stop_) break;
+      l.unlock();
+      Collect().status().PermitUnchecked();
+      l.lock();
+    }
+  });
+}
+
+void IdempotencyLog::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(bg_mu_);
+    bg_stop_ = true;
+  }
+  bg_cv_.notify_all();
+  if (bg_.joinable()) bg_.join();
+}
+
+}  // namespace gatedb

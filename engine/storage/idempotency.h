@@ -1,0 +1,107 @@
+// File: engine/storage/idempotency.h
+//
+// The task-level idempotency log: (taskId, writeSeq) -> the command's
+// fingerprint, the reply it got, and when.  A keyed write command runs at
+// most once per key: its record is written in the same RocksDB transaction
+// as its effects (WriteScope), so after any crash either both are there or
+// neither is.  Concurrent requests with one key are serialized in-process
+// (Claim) so that exactly one executes and the others replay its reply.
+//
+// Column family "idempotency":
+//   key   = taskId bytes + 0x00 + writeSeq (int64, sign-flipped, 8 bytes BE)
+//   value = BSON {fp: BinData(0, 16 bytes XXH3-128), at: date, ns: string,
+//                 reply: document}                              DO NOT CHANGE
+//
+// Thread safety: all methods may be called concurrently.
+#ifndef GATEDB_ENGINE_STORAGE_IDEMPOTENCY_H_
+#define GATEDB_ENGINE_STORAGE_IDEMPOTENCY_H_
+
+#include <rocksdb/utilities/transaction_db.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gatedb/document.h"
+#include "gatedb/status.h"
+
+namespace gatedb {
+
+struct IdempotencyRecord {
+  std::string fingerprint;  // 16 bytes
+  int64_t at_ms = 0;
+  std::string ns;
+  Document reply;
+};
+
+class IdempotencyLog {
+ public:
+  static constexpr char kColumnFamily[] = "idempotency";
+
+  IdempotencyLog(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, int64_t retention_ms,
+                 std::function<int64_t()> clock_ms);
+  ~IdempotencyLog();
+
+  static std::string EncodeKey(const std::string& task_id, int64_t write_seq);
+  // Errors: BadValue for a task id holding a NUL byte.
+  static Status ValidateTaskId(const std::string& task_id);
+  static std::string EncodeRecord(const IdempotencyRecord& record);
+
+  // The stored record for the key, if any.  Errors: DataCorruptionDetected.
+  StatusOr<std::optional<IdempotencyRecord>> Lookup(const std::string& key) const;
+
+  // Every stored write of a task, by writeSeq.
+  StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> ListTask(const std::string& task_id) const;
+
+  // Claims the key for this thread: returns when no other request with the
+  // key is executing.  Pair every Claim with Release (use ClaimGuard).
+  void Claim(const std::string& key);
+  void Release(const std::string& key);
+
+  class ClaimGuard {
+   public:
+    ClaimGuard(IdempotencyLog* log, std::string key) : log_(log), key_(std::move(key)) { log_->Claim(key_); }
+    ~ClaimGuard() { log_->Release(key_); }
+    ClaimGuard(const ClaimGuard&) = delete;
+    ClaimGuard& operator=(const ClaimGuard&) = delete;
+
+   private:
+    IdempotencyLog* log_;
+    std::string key_;
+  };
+
+  rocksdb::ColumnFamilyHandle* cf() const { return cf_; }
+  int64_t now_ms() const { return clock_ms_(); }
+
+  // Deletes records older than the retention.  Does not take any lock that
+  // writers hold; a key collected while its retry is in flight behaves as
+  // never seen (the version gate and unique keys still apply).
+  StatusOr<uint64_t> Collect();
+  void StartBackgroundCollector(int64_t interval_ms);
+  void Stop();
+
+ private:
+  rocksdb::TransactionDB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  const int64_t retention_ms_;
+  const std::function<int64_t()> clock_ms_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::set<std::string> in_flight_;  // GUARDED_BY(mu_)
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool bg_stop_ = false;  // GUARDED_BY(bg_mu_)
+  std::thread bg_;
+};
+
+}  // namespace gatedb
+
+#endif  // GATEDB_ENGINE_STORAGE_IDEMPOTENCY_H_

@@ -281,9 +281,11 @@ StatusOr<Journal::ReadResult> Journal::Read(const ReadOptions& opts) const {
     std::string_view doc_key;
     Document event;
     RETURN_IF_ERROR(ParseEvent(seq, ToView(it->value()), &doc_key, &event));
-    if (!opts.ns.empty()) {
+    if (!opts.ns.empty() || !opts.ns_prefix.empty()) {
       std::string_view ns;
-      if (!GetUtf8(event.bson(), kFieldNs, &ns) || ns != opts.ns) continue;
+      if (!GetUtf8(event.bson(), kFieldNs, &ns)) continue;
+      if (!opts.ns.empty() && ns != opts.ns) continue;
+      if (!opts.ns_prefix.empty() && ns.substr(0, opts.ns_prefix.size()) != opts.ns_prefix) continue;
     }
     r.events.push_back(std::move(event));
     if (opts.limit != 0 && r.events.size() >= opts.limit) {

@@ -147,6 +147,9 @@ class Journal {
     uint64_t after_seq = 0;
     // "" = all namespaces; otherwise only events whose "ns" field equals it.
     std::string ns;
+    // "" = no prefix filter; otherwise only events whose "ns" starts with it
+    // ("db." for every collection of one database).
+    std::string ns_prefix;
     // At most this many events; 0 = no limit.  Default: 100.
     size_t limit = 100;
   };

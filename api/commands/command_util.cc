@@ -114,14 +114,8 @@ Status ReadWriteContext(const bson_iter_t* it, WriteContext* out) {
       RETURN_IF_ERROR(ReadInt64(&f, "writeContext.writeSeq", &seq));
       out->write_seq = seq;
     } else if (k == "readAt") {
-      if (BSON_ITER_HOLDS_DATE_TIME(&f)) {
-        out->read_at_ms = bson_iter_date_time(&f);
-      } else {
-        int64_t ms = 0;
-        Status s = ReadInt64(&f, "writeContext.readAt", &ms);
-        if (!s.ok()) return TypeError("writeContext.readAt", bson_iter_type(&f), "date");
-        out->read_at_ms = ms;
-      }
+      if (!BSON_ITER_HOLDS_DATE_TIME(&f)) return TypeError("writeContext.readAt", bson_iter_type(&f), "date");
+      out->read_at_ms = bson_iter_date_time(&f);
     } else {
       return UnknownField("writeContext", k);
     }

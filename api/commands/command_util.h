@@ -37,7 +37,7 @@ Status ReadDocument(const bson_iter_t* it, std::string_view context, Document* o
 Status ReadArray(const bson_iter_t* it, std::string_view context, bson_t* out);
 
 // PROTOCOL.md's writeContext: {agentId, taskId, writeSeq, source, readAt}
-// (readAt a date, or milliseconds since the epoch).
+// (readAt a date).
 Status ReadWriteContext(const bson_iter_t* it, WriteContext* out);
 
 // Fields that any command may carry and the dispatcher handles itself.

@@ -23,8 +23,10 @@ Status JournalCommand(CommandContext& ctx, bson_t* reply) {
     int64_t all = 0;
     Status s = ReadInt64(&it, "journal", &all);
     if (!s.ok() || all != 1) {
-      return Status(ErrorCode::kBadValue, "journal takes a collection name, or 1 for every collection");
+      return Status(ErrorCode::kBadValue,
+                    "journal takes a collection name, or 1 for every collection of the database");
     }
+    req.db = ctx.db_name;
   }
   while (bson_iter_next(&it)) {
     std::string_view key = bson_iter_key(&it);

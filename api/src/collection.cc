@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "engine/storage/db_impl.h"
+#include "engine/storage/write_events.h"
 #include "gatedb/db.h"
 
 namespace gatedb {
@@ -34,9 +35,115 @@ WriteOptionsInternal Internal(const WriteOptions& w) {
   return o;
 }
 
+bool Keyed(const WriteOptions& w) { return !w.context.task_id.empty() && w.context.write_seq.has_value(); }
+
+// The Status an {ok: 0} reply or a writeErrors entry stands for.
+Status StatusFromReplyEntry(const bson_t* entry) {
+  bson_iter_t it;
+  int code = bson_iter_init_find(&it, entry, "code") ? static_cast<int>(bson_iter_as_int64(&it)) : 1;
+  std::string msg = bson_iter_init_find(&it, entry, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr) : "";
+  std::shared_ptr<const Document> info;
+  if (bson_iter_init_find(&it, entry, "errInfo") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&it, &len, &data);
+    info = std::make_shared<const Document>(Document::Adopt(bson_new_from_data(data, len)));
+  }
+  return Status(static_cast<ErrorCode>(code), msg, info);
+}
+
+// writeErrors of a reply, in order.
+std::vector<WriteErrorInfo> WriteErrorsOf(const bson_t* reply) {
+  std::vector<WriteErrorInfo> out;
+  bson_iter_t it, arr;
+  if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &arr)) return out;
+  while (bson_iter_next(&arr)) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&arr, &len, &data);
+    bson_t e;
+    if (!bson_init_static(&e, data, len)) continue;
+    bson_iter_t idx;
+    size_t index = bson_iter_init_find(&idx, &e, "index") ? static_cast<size_t>(bson_iter_as_int64(&idx)) : 0;
+    out.push_back(WriteErrorInfo{index, StatusFromReplyEntry(&e)});
+  }
+  return out;
+}
+
+int64_t IntField(const bson_t* reply, const char* path) {
+  bson_iter_t it, f;
+  if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, path, &f)) return bson_iter_as_int64(&f);
+  return 0;
+}
+
+bool Replayed(const bson_t* reply) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, reply, "replayed") && bson_iter_as_bool(&it);
+}
+
+std::vector<Value> ValuesOf(const bson_t* reply, const char* field, const char* sub) {
+  std::vector<Value> out;
+  bson_iter_t it, arr;
+  if (!bson_iter_init_find(&it, reply, field) || !bson_iter_recurse(&it, &arr)) return out;
+  while (bson_iter_next(&arr)) {
+    if (sub == nullptr) {
+      out.emplace_back(*bson_iter_value(&arr));
+    } else {
+      bson_iter_t d, f;
+      if (bson_iter_recurse(&arr, &d) && bson_iter_find(&d, sub)) out.emplace_back(*bson_iter_value(&d));
+      (void)f;
+    }
+  }
+  return out;
+}
+
+bson_t* NewCommand(const char* name, const std::string& coll) {
+  bson_t* cmd = bson_new();
+  bson_append_utf8(cmd, name, -1, coll.c_str(), -1);
+  return cmd;
+}
+
+void FinishCommand(bson_t* cmd, const std::string& db, const WriteOptions& w) {
+  BSON_APPEND_BOOL(cmd, "ordered", w.ordered);
+  BSON_APPEND_UTF8(cmd, "$db", db.c_str());
+  AppendWriteContext(cmd, "writeContext", w.context);
+  if (w.sync) {
+    bson_t wc;
+    BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);
+    BSON_APPEND_BOOL(&wc, "j", true);
+    bson_append_document_end(cmd, &wc);
+  }
+}
+
 }  // namespace
 
+StatusOr<Document> Collection::RunKeyed(bson_t* command, const WriteOptions& options) {
+  FinishCommand(command, db_name_, options);
+  Document cmd = Document::Adopt(command);
+  Document reply = db_->RunCommand(cmd.view());
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, reply.bson(), "ok") || bson_iter_as_double(&it) != 1.0) {
+    return StatusFromReplyEntry(reply.bson());
+  }
+  return reply;
+}
+
 StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOptions& options) {
+  if (Keyed(options)) {
+    bson_t* cmd = NewCommand("insert", name_);
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(cmd, "documents", &arr);
+    BSON_APPEND_DOCUMENT(&arr, "0", doc.bson());
+    bson_append_array_end(cmd, &arr);
+    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options));
+    std::vector<WriteErrorInfo> errors = WriteErrorsOf(reply.bson());
+    if (!errors.empty()) return errors[0].status;
+    std::vector<Value> ids = ValuesOf(reply.bson(), "insertedIds", nullptr);
+    InsertOneResult out;
+    if (!ids.empty()) out.inserted_id = std::move(ids[0]);
+    out.replayed = Replayed(reply.bson());
+    return out;
+  }
   InsertRequest req;
   req.ns = Namespace{db_name_, name_};
   req.documents.push_back(CopyOrEmpty(doc));
@@ -48,6 +155,24 @@ StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOpt
 
 StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& docs, const WriteOptions& options) {
   if (docs.empty()) return Status(ErrorCode::kInvalidLength, "InsertMany needs at least one document");
+  if (Keyed(options)) {
+    bson_t* cmd = NewCommand("insert", name_);
+    bson_t arr;
+    char keybuf[16];
+    BSON_APPEND_ARRAY_BEGIN(cmd, "documents", &arr);
+    for (size_t i = 0; i < docs.size(); ++i) {
+      const char* key;
+      bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+      BSON_APPEND_DOCUMENT(&arr, key, docs[i].bson());
+    }
+    bson_append_array_end(cmd, &arr);
+    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options));
+    InsertManyResult out;
+    out.inserted_ids = ValuesOf(reply.bson(), "insertedIds", nullptr);
+    out.write_errors = WriteErrorsOf(reply.bson());
+    out.replayed = Replayed(reply.bson());
+    return out;
+  }
   InsertRequest req;
   req.ns = Namespace{db_name_, name_};
   req.documents = docs;
@@ -82,6 +207,29 @@ StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const
 
 StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView update, bool multi,
                                               const UpdateOptions& options) {
+  if (Keyed(options.write)) {
+    bson_t* cmd = NewCommand("update", name_);
+    bson_t arr, stmt;
+    BSON_APPEND_ARRAY_BEGIN(cmd, "updates", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+    BSON_APPEND_DOCUMENT(&stmt, "q", CopyOrEmpty(filter).bson());
+    BSON_APPEND_DOCUMENT(&stmt, "u", CopyOrEmpty(update).bson());
+    BSON_APPEND_BOOL(&stmt, "upsert", options.upsert);
+    BSON_APPEND_BOOL(&stmt, "multi", multi);
+    if (options.write.basis_version) BSON_APPEND_INT64(&stmt, "basisVersion", *options.write.basis_version);
+    bson_append_document_end(&arr, &stmt);
+    bson_append_array_end(cmd, &arr);
+    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options.write));
+    std::vector<WriteErrorInfo> errors = WriteErrorsOf(reply.bson());
+    if (!errors.empty()) return errors[0].status;
+    UpdateResult out;
+    std::vector<Value> upserted = ValuesOf(reply.bson(), "upserted", "_id");
+    out.matched_count = IntField(reply.bson(), "n") - static_cast<int64_t>(upserted.size());
+    out.modified_count = IntField(reply.bson(), "nModified");
+    if (!upserted.empty()) out.upserted_id = std::move(upserted[0]);
+    out.replayed = Replayed(reply.bson());
+    return out;
+  }
   UpdateRequest req;
   req.ns = Namespace{db_name_, name_};
   UpdateStatement stmt;
@@ -126,7 +274,27 @@ StatusOr<UpdateResult> Collection::ReplaceOne(DocumentView filter, DocumentView 
   return UpdateImpl(filter, replacement, false, options);
 }
 
+StatusOr<DeleteResult> Collection::DeleteKeyed(DocumentView filter, int64_t limit, const WriteOptions& options) {
+  bson_t* cmd = NewCommand("delete", name_);
+  bson_t arr, stmt;
+  BSON_APPEND_ARRAY_BEGIN(cmd, "deletes", &arr);
+  BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+  BSON_APPEND_DOCUMENT(&stmt, "q", CopyOrEmpty(filter).bson());
+  BSON_APPEND_INT64(&stmt, "limit", limit);
+  if (options.basis_version) BSON_APPEND_INT64(&stmt, "basisVersion", *options.basis_version);
+  bson_append_document_end(&arr, &stmt);
+  bson_append_array_end(cmd, &arr);
+  ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options));
+  std::vector<WriteErrorInfo> errors = WriteErrorsOf(reply.bson());
+  if (!errors.empty()) return errors[0].status;
+  DeleteResult out;
+  out.deleted_count = IntField(reply.bson(), "n");
+  out.replayed = Replayed(reply.bson());
+  return out;
+}
+
 StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOptions& options) {
+  if (Keyed(options)) return DeleteKeyed(filter, 1, options);
   DeleteRequest req;
   req.ns = Namespace{db_name_, name_};
   req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1, options.basis_version});
@@ -137,6 +305,7 @@ StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOpt
 }
 
 StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOptions& options) {
+  if (Keyed(options)) return DeleteKeyed(filter, 0, options);
   DeleteRequest req;
   req.ns = Namespace{db_name_, name_};
   req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0, options.basis_version});
@@ -149,6 +318,30 @@ StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOp
 StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView filter, const Document* update,
                                                                 bool remove,
                                                                 const FindOneAndModifyOptions& options) {
+  if (Keyed(options.write)) {
+    bson_t* cmd = NewCommand("findAndModify", name_);
+    BSON_APPEND_DOCUMENT(cmd, "query", CopyOrEmpty(filter).bson());
+    if (!options.sort.empty()) BSON_APPEND_DOCUMENT(cmd, "sort", options.sort.bson());
+    if (!options.projection.empty()) BSON_APPEND_DOCUMENT(cmd, "fields", options.projection.bson());
+    if (update) {
+      BSON_APPEND_DOCUMENT(cmd, "update", update->bson());
+    } else {
+      BSON_APPEND_BOOL(cmd, "remove", true);
+    }
+    if (options.return_after) BSON_APPEND_BOOL(cmd, "new", true);
+    if (options.upsert) BSON_APPEND_BOOL(cmd, "upsert", true);
+    if (options.write.basis_version) BSON_APPEND_INT64(cmd, "basisVersion", *options.write.basis_version);
+    WriteOptions w = options.write;
+    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, w));
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, reply.bson(), "value") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      return std::optional<Document>();
+    }
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&it, &len, &data);
+    return std::optional<Document>(Document::Adopt(bson_new_from_data(data, len)));
+  }
   FindAndModifyRequest req;
   req.ns = Namespace{db_name_, name_};
   req.query = CopyOrEmpty(filter);

@@ -2,6 +2,7 @@
 
 #include "api/commands/command_dispatcher.h"
 #include "engine/storage/db_impl.h"
+#include "engine/storage/idempotency.h"
 #include "wal/journal.h"
 
 namespace gatedb {
@@ -43,9 +44,11 @@ std::vector<std::string> Database::ListCollectionNames(std::string_view db) {
 StatusOr<JournalBatch> Database::ReadJournal(const JournalQuery& query) {
   JournalReadRequest req;
   if (!query.collection.empty()) {
-    Namespace ns{query.db, query.collection};
+    Namespace ns{query.db.empty() ? "test" : query.db, query.collection};
     RETURN_IF_ERROR(ValidateNamespace(ns));
     req.ns = ns.full();
+  } else {
+    req.db = query.db;
   }
   req.after_seq = query.after_seq;
   req.limit = query.limit;
@@ -60,6 +63,13 @@ StatusOr<JournalBatch> Database::ReadJournal(const JournalQuery& query) {
 
 bool Database::WaitForJournal(uint64_t after_seq, int64_t timeout_ms) {
   return impl_->journal()->WaitForEvents(after_seq, std::chrono::milliseconds(timeout_ms));
+}
+
+StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const std::string& task_id) {
+  ASSIGN_OR_RETURN(auto writes, impl_->idempotency()->ListTask(task_id));
+  std::vector<StoredWrite> out;
+  for (auto& w : writes) out.push_back(StoredWrite{w.first, w.second.at_ms, w.second.ns, std::move(w.second.reply)});
+  return out;
 }
 
 StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection) {

@@ -21,6 +21,7 @@ StatusOr<JournalReadResult> DBImpl::ReadJournal(const JournalReadRequest& req) {
   wal::Journal::ReadOptions ro;
   ro.after_seq = req.after_seq;
   ro.ns = req.ns;
+  if (!req.db.empty()) ro.ns_prefix = req.db + ".";
   ro.limit = req.limit;
   ASSIGN_OR_RETURN(wal::Journal::ReadResult r, journal_->Read(ro));
   JournalReadResult out;

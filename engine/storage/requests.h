@@ -169,6 +169,7 @@ struct DistinctRequest {
 
 struct JournalReadRequest {
   std::string ns;          // "db.coll", or "" for every collection
+  std::string db;          // with ns "": only this database's collections ("" = all)
   uint64_t after_seq = 0;  // events with seq > after_seq
   size_t limit = 100;      // 0: no limit
   int64_t wait_ms = 0;     // when nothing is newer, wait this long for an event

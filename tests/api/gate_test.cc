@@ -213,22 +213,28 @@ TEST_F(GateTest, JournalHasOneEventPerCommittedWriteInOrder) {
   UpdateOptions o;
   o.write.context.agent_id = "a1";
   o.write.context.task_id = "t1";
-  o.write.context.write_seq = 7;
+  // Each write its own idempotency key (task t1, writeSeq 1, 2, ...).
+  o.write.context.write_seq = 1;
   ASSERT_OK(c.InsertOne(Json(R"({"_id": 1, "x": 1, "y": {"z": 1}})").view(), o.write));
+  o.write.context.write_seq = 2;
   ASSERT_OK(c.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"y.z": 2}})").view(), o));
+  o.write.context.write_seq = 3;
   ASSERT_OK(c.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"y.z": 2}})").view(), o));  // no-op
+  o.write.context.write_seq = 4;
   ASSERT_OK(c.ReplaceOne(Json(R"({"_id": 1})").view(), Json(R"({"x": 5})").view(), o));
+  o.write.context.write_seq = 5;
   ASSERT_OK(c.DeleteOne(Json(R"({"_id": 1})").view(), o.write));
   ASSERT_OK(db_->GetCollection("other").InsertOne(Json(R"({"_id": 1})").view()));
   std::vector<Document> ev = Events("j");
   ASSERT_EQ(ev.size(), 4u);  // the no-op wrote nothing
   const char* ops[] = {"insert", "update", "replace", "delete"};
+  const int64_t seqs[] = {1, 2, 4, 5};
   for (size_t i = 0; i < ev.size(); ++i) {
     EXPECT_EQ(Str(ev[i].bson(), "op"), ops[i]);
     EXPECT_EQ(Int(ev[i].bson(), "seq"), static_cast<int64_t>(i + 1));
     EXPECT_EQ(Str(ev[i].bson(), "ns"), "test.j");
     EXPECT_EQ(Str(ev[i].bson(), "writeContext.agentId"), "a1");
-    EXPECT_EQ(Int(ev[i].bson(), "writeContext.writeSeq"), 7);
+    EXPECT_EQ(Int(ev[i].bson(), "writeContext.writeSeq"), seqs[i]);
     EXPECT_TRUE(Has(ev[i].bson(), "at"));
   }
   EXPECT_EQ(Int(ev[1].bson(), "versionBefore"), 0);

@@ -83,23 +83,29 @@ struct WriteErrorInfo {
   Status status;
 };
 
+// `replayed`: the write context's (task_id, write_seq) key had already run
+// this command; the result is the stored one and nothing was written now.
 struct InsertOneResult {
   Value inserted_id;
+  bool replayed = false;
 };
 
 struct InsertManyResult {
   std::vector<Value> inserted_ids;         // of the documents inserted
   std::vector<WriteErrorInfo> write_errors;  // empty when all were inserted
+  bool replayed = false;
 };
 
 struct UpdateResult {
   int64_t matched_count = 0;
   int64_t modified_count = 0;        // matched and changed (version raised)
   std::optional<Value> upserted_id;  // set when an upsert inserted
+  bool replayed = false;
 };
 
 struct DeleteResult {
   int64_t deleted_count = 0;
+  bool replayed = false;
 };
 
 class Collection {
@@ -172,6 +178,11 @@ class Collection {
                                     const UpdateOptions& options);
   StatusOr<std::optional<Document>> FindAndModifyImpl(DocumentView filter, const Document* update,
                                                       bool remove, const FindOneAndModifyOptions& options);
+  // A write whose context holds an idempotency key goes through the command
+  // dispatcher (so that the key, the fingerprint and the stored reply are
+  // the same from every door).  Returns the reply, or its error as a Status.
+  StatusOr<Document> RunKeyed(bson_t* command, const WriteOptions& options);
+  StatusOr<DeleteResult> DeleteKeyed(DocumentView filter, int64_t limit, const WriteOptions& options);
 
   Database* db_;
   std::string db_name_;

@@ -38,8 +38,8 @@ struct CreateCollectionOptions {
 
 // Which journal events to read.
 struct JournalQuery {
-  std::string db = "test";
-  std::string collection;  // "" = every collection of every database
+  std::string db;          // "" = every database ("test" when a collection is named)
+  std::string collection;  // "" = every collection (of `db`, when given)
   uint64_t after_seq = 0;  // events with seq > after_seq
   size_t limit = 100;      // 0 = no limit
 };
@@ -97,6 +97,16 @@ class Database {
   // Gated writes and conflicts of one collection over the retained journal
   // (the `conflictStats` command).
   StatusOr<ConflictStats> GetConflictStats(std::string_view db, std::string_view collection);
+
+  // A task's stored keyed writes (the `idempotencyStatus` command): for
+  // each, its writeSeq, when it ran, and the reply it got.
+  struct StoredWrite {
+    int64_t write_seq = 0;
+    int64_t at_ms = 0;
+    std::string ns;
+    Document reply;
+  };
+  StatusOr<std::vector<StoredWrite>> IdempotencyStatus(const std::string& task_id);
 
   // For the engine-facing parts of the API; not for applications.
   DBImpl* impl() { return impl_.get(); }

@@ -9,6 +9,7 @@
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/idempotency.h"
+#include "api/src/txn_manager.h"
 
 namespace gatedb {
 
@@ -46,6 +47,8 @@ const CommandEntry kCommands[] = {
     {"journal", commands::JournalCommand},
     {"conflictStats", commands::ConflictStatsCommand},
     {"idempotencyStatus", commands::IdempotencyStatusCommand},
+    {"commitTransaction", commands::PingCommand},  // handled before dispatch
+    {"abortTransaction", commands::PingCommand},   // handled before dispatch
 };
 
 bool IsKeyableWrite(const std::string& name) {
@@ -72,6 +75,63 @@ Document ErrorReply(const Status& s) {
   bson_t* reply = bson_new();
   commands::AppendError(s, reply);
   return Document::Adopt(reply);
+}
+
+// Inside a transaction: MongoDB's label on errors after which the whole
+// transaction may be retried.
+Document TxnErrorReply(const Status& s) {
+  bson_t* reply = bson_new();
+  commands::AppendError(s, reply);
+  if (IsTransientTransactionError(s)) {
+    bson_t labels;
+    BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
+    BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
+    bson_append_array_end(reply, &labels);
+  }
+  return Document::Adopt(reply);
+}
+
+bool AllowedInTransaction(const std::string& name) {
+  return name == "find" || name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
+         name == "findandmodify" || name == "count" || name == "distinct" || name == "getMore" ||
+         name == "killCursors";
+}
+
+// The session fields of a command.
+struct SessionFields {
+  bool has_lsid = false;
+  std::string lsid;  // the lsid document's bytes
+  std::optional<int64_t> txn_number;
+  std::optional<bool> autocommit;
+  bool start = false;
+};
+
+Status ReadSessionFields(const bson_t* cmd, SessionFields* out) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, cmd, "lsid")) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(&it)) return commands::TypeError("lsid", bson_iter_type(&it), "object");
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&it, &len, &data);
+    out->has_lsid = true;
+    out->lsid.assign(reinterpret_cast<const char*>(data), len);
+  }
+  if (bson_iter_init_find(&it, cmd, "txnNumber")) {
+    int64_t n = 0;
+    RETURN_IF_ERROR(commands::ReadInt64(&it, "txnNumber", &n));
+    if (n < 0) return Status(ErrorCode::kBadValue, "txnNumber must be >= 0");
+    out->txn_number = n;
+  }
+  if (bson_iter_init_find(&it, cmd, "autocommit")) {
+    bool b = true;
+    RETURN_IF_ERROR(commands::ReadBool(&it, "autocommit", &b));
+    out->autocommit = b;
+  }
+  if (bson_iter_init_find(&it, cmd, "startTransaction")) {
+    RETURN_IF_ERROR(commands::ReadBool(&it, "startTransaction", &out->start));
+    if (!out->start) return Status(ErrorCode::kInvalidOptions, "startTransaction must be true");
+  }
+  return Status::OK();
 }
 
 }  // namespace
@@ -102,6 +162,58 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
     if (fn == nullptr) {
       return ErrorReply(Status(ErrorCode::kCommandNotFound, "no such command: '" + ctx.command_name + "'"));
     }
+    SessionFields session;
+    Status ss = ReadSessionFields(cmd, &session);
+    if (!ss.ok()) return ErrorReply(ss);
+    if (ctx.command_name == "commitTransaction" || ctx.command_name == "abortTransaction") {
+      if (!session.has_lsid || !session.txn_number) {
+        return ErrorReply(Status(ErrorCode::kInvalidOptions, ctx.command_name + " needs lsid and txnNumber"));
+      }
+      return EndTransaction(ctx, ctx.command_name == "commitTransaction");
+    }
+    if (session.autocommit.has_value() || session.start) {
+      if (session.autocommit.value_or(true)) {
+        return ErrorReply(Status(ErrorCode::kInvalidOptions,
+                                 "a command in a transaction needs autocommit: false (autocommit: true is not allowed)"));
+      }
+      if (!session.has_lsid || !session.txn_number) {
+        return ErrorReply(Status(ErrorCode::kInvalidOptions, "a transaction needs lsid and txnNumber"));
+      }
+      if (!AllowedInTransaction(ctx.command_name)) {
+        return ErrorReply(Status(ErrorCode::kOperationNotSupportedInTransaction,
+                                 "Cannot run '" + ctx.command_name + "' in a multi-document transaction."));
+      }
+      auto txn = txns_->ForCommand(session.lsid, *session.txn_number, session.start);
+      if (!txn.ok()) return TxnErrorReply(txn.status());
+      TxnUse use(txn->get(), db_->NowMs());
+      if (!use.status().ok()) return TxnErrorReply(use.status());
+      ctx.scope = use.scope();
+      bson_t* reply = bson_new();
+      Status s = fn(ctx, reply);
+      if (!s.ok()) {
+        bson_destroy(reply);
+        use.AbortOnError(s);
+        return TxnErrorReply(s);
+      }
+      // A failed statement aborts the transaction; a write conflict is the
+      // command's error, with the transient label.
+      bson_iter_t we, e;
+      if (bson_iter_init_find(&we, reply, "writeErrors") && bson_iter_recurse(&we, &e) && bson_iter_next(&e)) {
+        bson_iter_t code;
+        int c = bson_iter_recurse(&e, &code) && bson_iter_find(&code, "code") ? bson_iter_int32(&code) : 0;
+        std::string msg;
+        bson_iter_t m;
+        if (bson_iter_recurse(&e, &m) && bson_iter_find(&m, "errmsg")) msg = bson_iter_utf8(&m, nullptr);
+        Status failed(static_cast<ErrorCode>(c), msg);
+        use.AbortOnError(failed);
+        if (failed.code() == ErrorCode::kWriteConflict) {
+          bson_destroy(reply);
+          return TxnErrorReply(failed);
+        }
+      }
+      BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+      return Document::Adopt(reply);
+    }
     if (IsKeyableWrite(ctx.command_name)) {
       bson_iter_t wcit;
       if (bson_iter_init_find(&wcit, cmd, "writeContext")) {
@@ -124,6 +236,34 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
   } catch (...) {
     return ErrorReply(Status(ErrorCode::kInternalError, "internal error"));
   }
+}
+
+Document CommandDispatcher::EndTransaction(commands::CommandContext& ctx, bool commit) {
+  SessionFields session;
+  ReadSessionFields(ctx.cmd, &session).PermitUnchecked();
+  auto txn = txns_->ForEnd(session.lsid, *session.txn_number);
+  if (!txn.ok()) return TxnErrorReply(txn.status());
+  if (!commit) {
+    Status s = txns_->Abort(txn->get());
+    if (!s.ok()) return TxnErrorReply(s);
+    bson_t* reply = bson_new();
+    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    return Document::Adopt(reply);
+  }
+  WriteContext wc;
+  bool keyed = false;
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, ctx.cmd, "writeContext")) {
+    Status s = commands::ReadWriteContext(&it, &wc);
+    if (!s.ok()) return ErrorReply(s);
+    keyed = !wc.task_id.empty() && wc.write_seq.has_value();
+  }
+  Status s = txns_->Commit(txn->get(), keyed ? &wc : nullptr);
+  if (!s.ok()) return TxnErrorReply(s);
+  bson_t* reply = bson_new();
+  if ((*txn)->replayed) BSON_APPEND_BOOL(reply, "replayed", true);
+  BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+  return Document::Adopt(reply);
 }
 
 Document CommandDispatcher::RunKeyed(commands::CommandContext& ctx, commands::CommandFn fn, const WriteContext& wc) {
@@ -165,6 +305,7 @@ Document CommandDispatcher::RunKeyed(commands::CommandContext& ctx, commands::Co
   }
   std::unique_ptr<WriteScope> scope = db_->BeginScope(w);
   ctx.scope = scope.get();
+  ctx.keyed = true;
   bson_t* reply = bson_new();
   Status s = fn(ctx, reply);
   if (!s.ok()) {

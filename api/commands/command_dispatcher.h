@@ -21,6 +21,7 @@
 namespace gatedb {
 
 class DBImpl;
+class TxnManager;
 struct WriteScope;
 
 namespace commands {
@@ -32,6 +33,7 @@ struct CommandContext {
   // command's writes join this one transaction, committed by the dispatcher
   // together with the idempotency record.
   WriteScope* scope = nullptr;
+  bool keyed = false;  // the scope is a keyed write's (not a transaction's)
   std::string db_name;       // from $db; "test" when absent
   std::string command_name;  // the first field's name
   const bson_t* cmd = nullptr;
@@ -73,7 +75,7 @@ Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply);
 
 class CommandDispatcher {
  public:
-  explicit CommandDispatcher(DBImpl* db) : db_(db) {}
+  CommandDispatcher(DBImpl* db, TxnManager* txns) : db_(db), txns_(txns) {}
 
   // Runs `cmd` and returns its reply; never fails and never throws: every
   // error, including an unknown command (CommandNotFound) and an internal
@@ -85,7 +87,13 @@ class CommandDispatcher {
   // the reply atomically with the effects.
   Document RunKeyed(commands::CommandContext& ctx, commands::CommandFn fn, const WriteContext& wc);
 
+  // A command inside a transaction (lsid, txnNumber, autocommit: false).
+  Document RunInTransaction(commands::CommandContext& ctx, commands::CommandFn fn);
+  // commitTransaction / abortTransaction.
+  Document EndTransaction(commands::CommandContext& ctx, bool commit);
+
   DBImpl* db_;
+  TxnManager* txns_;
 };
 
 }  // namespace gatedb

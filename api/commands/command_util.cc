@@ -127,7 +127,8 @@ bool IsGenericCommandField(std::string_view name) {
   static const char* const kGeneric[] = {
       "$db", "lsid", "txnNumber", "writeConcern", "readConcern", "comment", "maxTimeMS", "apiVersion",
       "apiStrict", "apiDeprecationErrors", "$readPreference", "$clusterTime", "$client", "$audit",
-      "bypassDocumentValidation", "readPreference", "$queryOptions", "mayBypassWriteBlocking"};
+      "bypassDocumentValidation", "readPreference", "$queryOptions", "mayBypassWriteBlocking", "autocommit",
+      "startTransaction"};
   for (const char* g : kGeneric) {
     if (name == g) return true;
   }

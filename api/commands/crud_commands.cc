@@ -171,7 +171,7 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
   req.write.scope = ctx.scope;
   ASSIGN_OR_RETURN(InsertResult result, ctx.db->Insert(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
-  if (ctx.scope != nullptr) {
+  if (ctx.keyed) {
     // A keyed insert reports the _ids it gave, so that an agent retrying
     // after a lost reply learns them from the replay.
     bson_t ids;
@@ -211,8 +211,13 @@ Status FindCommand(CommandContext& ctx, bson_t* reply) {
     }
     if (key == "hint" || key == "let" || key == "min" || key == "max") return Status::OK();
     if (key == "collation") return CheckCollation(it, c);
+    if (key == "lockDocuments") return ReadBool(it, c, &req.lock_documents);
     return UnknownField(ctx.command_name, key);
   }));
+  if (req.lock_documents && ctx.scope == nullptr) {
+    return Status(ErrorCode::kBadValue, "lockDocuments is for reads inside a transaction");
+  }
+  req.scope = ctx.scope;
   ASSIGN_OR_RETURN(FindResult result, ctx.db->Find(req));
   bson_t cursor;
   BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
@@ -465,6 +470,7 @@ Status CountCommand(CommandContext& ctx, bson_t* reply) {
     if (key == "collation") return CheckCollation(it, c);
     return UnknownField(ctx.command_name, key);
   }));
+  req.scope = ctx.scope;
   ASSIGN_OR_RETURN(int64_t n, ctx.db->Count(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
   return Status::OK();
@@ -489,6 +495,7 @@ Status DistinctCommand(CommandContext& ctx, bson_t* reply) {
     return UnknownField(ctx.command_name, key);
   }));
   if (!have_key) return MissingField(ctx.command_name, "key");
+  req.scope = ctx.scope;
   ASSIGN_OR_RETURN(std::vector<Value> values, ctx.db->Distinct(req));
   bson_t arr;
   BSON_APPEND_ARRAY_BEGIN(reply, "values", &arr);

@@ -6,6 +6,7 @@
 
 #include "engine/storage/db_impl.h"
 #include "engine/storage/write_events.h"
+#include "api/src/txn_manager.h"
 #include "gatedb/db.h"
 
 namespace gatedb {
@@ -35,7 +36,21 @@ WriteOptionsInternal Internal(const WriteOptions& w) {
   return o;
 }
 
-bool Keyed(const WriteOptions& w) { return !w.context.task_id.empty() && w.context.write_seq.has_value(); }
+bool Keyed(const WriteOptions& w) {
+  return w.txn == nullptr && !w.context.task_id.empty() && w.context.write_seq.has_value();
+}
+
+// Runs fn(scope) inside `txn` (scope null without one); a failure aborts
+// the transaction, as MongoDB does.
+template <typename Fn>
+auto InTxn(Transaction* txn, DBImpl* db, Fn&& fn) -> decltype(fn(nullptr)) {
+  if (txn == nullptr) return fn(nullptr);
+  TxnUse use(txn->impl(), db->NowMs());
+  if (!use.status().ok()) return use.status();
+  auto r = fn(use.scope());
+  if (!r.ok()) use.AbortOnError(r.status());
+  return r;
+}
 
 // The Status an {ok: 0} reply or a writeErrors entry stands for.
 Status StatusFromReplyEntry(const bson_t* entry) {
@@ -144,13 +159,16 @@ StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOpt
     out.replayed = Replayed(reply.bson());
     return out;
   }
-  InsertRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.documents.push_back(CopyOrEmpty(doc));
-  req.write = Internal(options);
-  ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
-  if (!r.write_errors.empty()) return r.write_errors[0].status;
-  return InsertOneResult{std::move(r.inserted_ids.at(0))};
+  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<InsertOneResult> {
+    InsertRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.documents.push_back(CopyOrEmpty(doc));
+    req.write = Internal(options);
+    req.write.scope = scope;
+    ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
+    if (!r.write_errors.empty()) return r.write_errors[0].status;
+    return InsertOneResult{std::move(r.inserted_ids.at(0))};
+  });
 }
 
 StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& docs, const WriteOptions& options) {
@@ -173,28 +191,40 @@ StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& d
     out.replayed = Replayed(reply.bson());
     return out;
   }
-  InsertRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.documents = docs;
-  req.ordered = options.ordered;
-  req.write = Internal(options);
-  ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
-  InsertManyResult out;
-  out.inserted_ids = std::move(r.inserted_ids);
-  for (auto& e : r.write_errors) out.write_errors.push_back(WriteErrorInfo{e.index, e.status});
-  return out;
+  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<InsertManyResult> {
+    InsertRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.documents = docs;
+    req.ordered = options.ordered;
+    req.write = Internal(options);
+    req.write.scope = scope;
+    ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
+    // Inside a transaction a failed document fails the whole transaction.
+    if (scope != nullptr && !r.write_errors.empty()) return r.write_errors[0].status;
+    InsertManyResult out;
+    out.inserted_ids = std::move(r.inserted_ids);
+    for (auto& e : r.write_errors) out.write_errors.push_back(WriteErrorInfo{e.index, e.status});
+    return out;
+  });
 }
 
 StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const FindOptions& options) {
-  FindRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.filter = CopyOrEmpty(filter);
-  req.projection = options.projection;
-  req.sort = options.sort;
-  req.skip = options.skip;
-  req.limit = options.limit;
-  ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
-  return std::move(r.docs);
+  if (options.lock_documents && options.txn == nullptr) {
+    return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
+  }
+  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<std::vector<Document>> {
+    FindRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.filter = CopyOrEmpty(filter);
+    req.projection = options.projection;
+    req.sort = options.sort;
+    req.skip = options.skip;
+    req.limit = options.limit;
+    req.scope = scope;
+    req.lock_documents = options.lock_documents;
+    ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
+    return std::move(r.docs);
+  });
 }
 
 StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {
@@ -230,23 +260,26 @@ StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView 
     out.replayed = Replayed(reply.bson());
     return out;
   }
-  UpdateRequest req;
-  req.ns = Namespace{db_name_, name_};
-  UpdateStatement stmt;
-  stmt.q = CopyOrEmpty(filter);
-  stmt.u = CopyOrEmpty(update);
-  stmt.upsert = options.upsert;
-  stmt.multi = multi;
-  stmt.basis_version = options.write.basis_version;
-  req.updates.push_back(std::move(stmt));
-  req.write = Internal(options.write);
-  ASSIGN_OR_RETURN(gatedb::UpdateWriteResult r, db_->impl()->Update(req));
-  if (!r.write_errors.empty()) return r.write_errors[0].status;
-  UpdateResult out;
-  out.matched_count = r.n - static_cast<int64_t>(r.upserted.size());
-  out.modified_count = r.n_modified;
-  if (!r.upserted.empty()) out.upserted_id = std::move(r.upserted[0].id);
-  return out;
+  return InTxn(options.write.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<UpdateResult> {
+    UpdateRequest req;
+    req.ns = Namespace{db_name_, name_};
+    UpdateStatement stmt;
+    stmt.q = CopyOrEmpty(filter);
+    stmt.u = CopyOrEmpty(update);
+    stmt.upsert = options.upsert;
+    stmt.multi = multi;
+    stmt.basis_version = options.write.basis_version;
+    req.updates.push_back(std::move(stmt));
+    req.write = Internal(options.write);
+    req.write.scope = scope;
+    ASSIGN_OR_RETURN(gatedb::UpdateWriteResult r, db_->impl()->Update(req));
+    if (!r.write_errors.empty()) return r.write_errors[0].status;
+    UpdateResult out;
+    out.matched_count = r.n - static_cast<int64_t>(r.upserted.size());
+    out.modified_count = r.n_modified;
+    if (!r.upserted.empty()) out.upserted_id = std::move(r.upserted[0].id);
+    return out;
+  });
 }
 
 StatusOr<UpdateResult> Collection::UpdateOne(DocumentView filter, DocumentView update, const UpdateOptions& options) {
@@ -295,24 +328,30 @@ StatusOr<DeleteResult> Collection::DeleteKeyed(DocumentView filter, int64_t limi
 
 StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOptions& options) {
   if (Keyed(options)) return DeleteKeyed(filter, 1, options);
-  DeleteRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1, options.basis_version});
-  req.write = Internal(options);
-  ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
-  if (!r.write_errors.empty()) return r.write_errors[0].status;
-  return DeleteResult{r.n};
+  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
+    DeleteRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1, options.basis_version});
+    req.write = Internal(options);
+    req.write.scope = scope;
+    ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
+    if (!r.write_errors.empty()) return r.write_errors[0].status;
+    return DeleteResult{r.n};
+  });
 }
 
 StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOptions& options) {
   if (Keyed(options)) return DeleteKeyed(filter, 0, options);
-  DeleteRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0, options.basis_version});
-  req.write = Internal(options);
-  ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
-  if (!r.write_errors.empty()) return r.write_errors[0].status;
-  return DeleteResult{r.n};
+  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
+    DeleteRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0, options.basis_version});
+    req.write = Internal(options);
+    req.write.scope = scope;
+    ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
+    if (!r.write_errors.empty()) return r.write_errors[0].status;
+    return DeleteResult{r.n};
+  });
 }
 
 StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView filter, const Document* update,
@@ -342,19 +381,22 @@ StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView fil
     bson_iter_document(&it, &len, &data);
     return std::optional<Document>(Document::Adopt(bson_new_from_data(data, len)));
   }
-  FindAndModifyRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.query = CopyOrEmpty(filter);
-  req.sort = options.sort;
-  req.fields = options.projection;
-  if (update) req.update = *update;
-  req.remove = remove;
-  req.return_new = options.return_after;
-  req.upsert = options.upsert;
-  req.basis_version = options.write.basis_version;
-  req.write = Internal(options.write);
-  ASSIGN_OR_RETURN(FindAndModifyResult r, db_->impl()->FindAndModify(req));
-  return std::move(r.value);
+  return InTxn(options.write.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<std::optional<Document>> {
+    FindAndModifyRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.query = CopyOrEmpty(filter);
+    req.sort = options.sort;
+    req.fields = options.projection;
+    if (update) req.update = *update;
+    req.remove = remove;
+    req.return_new = options.return_after;
+    req.upsert = options.upsert;
+    req.basis_version = options.write.basis_version;
+    req.write = Internal(options.write);
+    req.write.scope = scope;
+    ASSIGN_OR_RETURN(FindAndModifyResult r, db_->impl()->FindAndModify(req));
+    return std::move(r.value);
+  });
 }
 
 StatusOr<std::optional<Document>> Collection::FindOneAndUpdate(DocumentView filter, DocumentView update,
@@ -383,20 +425,26 @@ StatusOr<std::optional<Document>> Collection::FindOneAndDelete(DocumentView filt
 }
 
 StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOptions& options) {
-  CountRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.query = CopyOrEmpty(filter);
-  req.skip = options.skip;
-  req.limit = options.limit;
-  return db_->impl()->Count(req);
+  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<int64_t> {
+    CountRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.query = CopyOrEmpty(filter);
+    req.skip = options.skip;
+    req.limit = options.limit;
+    req.scope = scope;
+    return db_->impl()->Count(req);
+  });
 }
 
-StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, DocumentView filter) {
-  DistinctRequest req;
-  req.ns = Namespace{db_name_, name_};
-  req.key = std::string(key);
-  req.query = CopyOrEmpty(filter);
-  return db_->impl()->Distinct(req);
+StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, DocumentView filter, Transaction* txn) {
+  return InTxn(txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<std::vector<Value>> {
+    DistinctRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.key = std::string(key);
+    req.query = CopyOrEmpty(filter);
+    req.scope = scope;
+    return db_->impl()->Distinct(req);
+  });
 }
 
 StatusOr<GatedWriteResult> Collection::WriteWithVersionGate(DocumentView filter, const GatedUpdateFn& fn,

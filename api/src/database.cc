@@ -1,6 +1,11 @@
 #include "gatedb/db.h"
 
 #include "api/commands/command_dispatcher.h"
+#include "api/src/txn_manager.h"
+
+#include <chrono>
+#include <random>
+#include <thread>
 #include "engine/storage/db_impl.h"
 #include "engine/storage/idempotency.h"
 #include "wal/journal.h"
@@ -11,11 +16,40 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, cons
   ASSIGN_OR_RETURN(std::unique_ptr<DBImpl> impl, DBImpl::Open(path, options));
   std::unique_ptr<Database> db(new Database());
   db->impl_ = std::move(impl);
-  db->dispatcher_ = std::make_unique<CommandDispatcher>(db->impl_.get());
+  db->txn_manager_ = std::make_unique<TxnManager>(db->impl_.get());
+  db->dispatcher_ = std::make_unique<CommandDispatcher>(db->impl_.get(), db->txn_manager_.get());
   return db;
 }
 
-Database::~Database() = default;
+Database::~Database() {
+  dispatcher_.reset();
+  txn_manager_.reset();  // aborts live transactions before the store closes
+}
+
+StatusOr<std::unique_ptr<Transaction>> Database::StartTransaction(const TransactionOptions& options) {
+  if (options.lifetime_ms <= 0) return Status(ErrorCode::kBadValue, "lifetime_ms must be positive");
+  return std::make_unique<Transaction>(txn_manager_->Begin(options));
+}
+
+Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& fn,
+                                 const WithTransactionOptions& options) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
+  std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Transaction> txn, StartTransaction(options.transaction));
+    Status s = fn(*txn);
+    if (s.ok()) {
+      s = options.commit_context ? txn->Commit(*options.commit_context) : txn->Commit();
+      if (s.ok()) return s;
+    } else {
+      txn->Abort().PermitUnchecked();
+    }
+    if (!IsTransientTransactionError(s) || std::chrono::steady_clock::now() >= deadline) return s;
+    // Backoff with jitter: 1, 2, 4, ... ms up to 100 ms.
+    int64_t cap = std::min<int64_t>(100, int64_t{1} << std::min(attempt, 7));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 + rng() % cap));
+  }
+}
 
 Document Database::RunCommand(DocumentView command) { return dispatcher_->Run(command.bson()); }
 

@@ -90,6 +90,12 @@ class DBImpl {
   // A transaction that the writes of one or more requests join (set
   // WriteOptionsInternal::scope); nothing is visible until CommitScope.
   std::unique_ptr<WriteScope> BeginScope(const WriteOptionsInternal& w);
+  // A snapshot transaction: a scope whose reads see the snapshot taken now
+  // (plus its own writes), whose writes conflict with any write committed
+  // after that snapshot (WriteConflict), and whose lifetime and size are
+  // bounded.  `txn_id` is recorded in its journal events.
+  std::unique_ptr<WriteScope> BeginTransaction(const std::string& txn_id, const TransactionLimits& limits,
+                                               bool sync);
   // Commits everything the scope wrote, its journal events and, when given,
   // the extra put (an idempotency record), as one atomic RocksDB write.
   // The scope is finished either way.

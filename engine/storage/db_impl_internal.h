@@ -59,6 +59,16 @@ struct DBImpl::WriteOutcome {
 class Txn {
  public:
   Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn_(db->BeginTransaction(wo)) {}
+  Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, const rocksdb::TransactionOptions& to)
+      : txn_(db->BeginTransaction(wo, to)) {}
+  // Rolls back now (idempotent).
+  void Abort() {
+    if (!done_) {
+      done_ = true;
+      txn_->Rollback().PermitUncheckedError();
+    }
+  }
+  bool done() const { return done_; }
   ~Txn() {
     if (!done_) txn_->Rollback().PermitUncheckedError();
   }
@@ -83,8 +93,13 @@ class Txn {
 // journal events are numbered when it commits (DBImpl::CommitScope).
 struct WriteScope {
   WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn(db, wo) {}
+  WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, const rocksdb::TransactionOptions& to)
+      : txn(db, wo, to) {}
   Txn txn;
   std::vector<PendingEvent> events;
+  // Set for a snapshot transaction: its id (recorded as `txn` in every
+  // journal event it commits); reads then use the transaction's snapshot.
+  std::string txn_id;
 };
 
 // How many times a single-document write retries a lock conflict before

@@ -27,8 +27,9 @@ Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle*
   if (PointIdFromFilter(filter, &id)) {
     std::string key = keys::EncodeDocKey(coll_id, id);
     rocksdb::PinnableSlice value;
-    rocksdb::Status s = txn ? (*txn)->Get(rocksdb::ReadOptions(), cf, key, &value)
-                            : db->Get(rocksdb::ReadOptions(), cf, key, &value);
+    rocksdb::ReadOptions point;
+    if (txn) point.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions
+    rocksdb::Status s = txn ? (*txn)->Get(point, cf, key, &value) : db->Get(point, cf, key, &value);
     if (s.IsNotFound()) return Status::OK();
     RETURN_IF_ERROR(FromRocks(s));
     RecordView rec;
@@ -41,6 +42,7 @@ Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle*
   rocksdb::Slice upper(end);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
+  if (txn) ro.snapshot = (*txn)->GetSnapshot();
   std::unique_ptr<rocksdb::Iterator> it(txn ? (*txn)->GetIterator(ro, cf) : db->NewIterator(ro, cf));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
     RecordView rec;
@@ -94,6 +96,16 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
   FindResult result;
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) return result;
+  Txn* txn = req.scope ? &req.scope->txn : nullptr;
+  Status lock_status;
+  // A locking read takes each returned document into the write set.
+  auto lock = [&](std::string_view key) {
+    if (!req.lock_documents || txn == nullptr || !lock_status.ok()) return;
+    std::string ignored;
+    rocksdb::ReadOptions ro;
+    ro.snapshot = (*txn)->GetSnapshot();
+    lock_status = FromRocks((*txn)->GetForUpdate(ro, docs_cf_, rocksdb::Slice(key.data(), key.size()), &ignored));
+  };
 
   auto emit = [&](const bson_t* doc) {
     if (proj->is_identity()) {
@@ -107,37 +119,48 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
 
   if (!sort) {
     int64_t skipped = 0;
-    RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.filter.bson(),
-                                     [&](std::string_view, const RecordView& rec) {
-                                       if (!matcher->Matches(&rec.doc)) return true;
-                                       if (skipped < req.skip) {
-                                         ++skipped;
-                                         return true;
-                                       }
-                                       emit(&rec.doc);
-                                       return req.limit == 0 || static_cast<int64_t>(result.docs.size()) < req.limit;
-                                     }));
+    RETURN_IF_ERROR(ForEachCandidate(
+        db_, docs_cf_, coll->info.id, req.filter.bson(),
+        [&](std::string_view key, const RecordView& rec) {
+          if (!matcher->Matches(&rec.doc)) return true;
+          if (skipped < req.skip) {
+            ++skipped;
+            return true;
+          }
+          lock(key);
+          emit(&rec.doc);
+          return req.limit == 0 || static_cast<int64_t>(result.docs.size()) < req.limit;
+        },
+        txn));
+    RETURN_IF_ERROR(lock_status);
     return result;
   }
 
   struct Row {
     projection::SortKey key;
     Document doc;
+    std::string doc_key;
   };
   std::vector<Row> rows;
-  RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.filter.bson(),
-                                   [&](std::string_view, const RecordView& rec) {
-                                     if (!matcher->Matches(&rec.doc)) return true;
-                                     Row row{projection::SortKey(), Document::Copy(&rec.doc)};
-                                     sort->ExtractKey(row.doc.bson(), &row.key);
-                                     rows.push_back(std::move(row));
-                                     return true;
-                                   }));
+  RETURN_IF_ERROR(ForEachCandidate(
+      db_, docs_cf_, coll->info.id, req.filter.bson(),
+      [&](std::string_view key, const RecordView& rec) {
+        if (!matcher->Matches(&rec.doc)) return true;
+        Row row{projection::SortKey(), Document::Copy(&rec.doc), std::string(key)};
+        sort->ExtractKey(row.doc.bson(), &row.key);
+        rows.push_back(std::move(row));
+        return true;
+      },
+      txn));
   std::stable_sort(rows.begin(), rows.end(),
                    [&](const Row& a, const Row& b) { return sort->CompareKeys(a.key, b.key) < 0; });
   size_t begin = std::min<size_t>(rows.size(), static_cast<size_t>(req.skip));
   size_t end = req.limit == 0 ? rows.size() : std::min<size_t>(rows.size(), begin + static_cast<size_t>(req.limit));
-  for (size_t i = begin; i < end; ++i) emit(rows[i].doc.bson());
+  for (size_t i = begin; i < end; ++i) {
+    lock(rows[i].doc_key);
+    emit(rows[i].doc.bson());
+  }
+  RETURN_IF_ERROR(lock_status);
   return result;
 }
 
@@ -149,11 +172,13 @@ StatusOr<int64_t> DBImpl::Count(const CountRequest& req) {
   if (!coll) return int64_t{0};
   int64_t limit = req.limit < 0 ? -req.limit : req.limit;
   int64_t matched = 0;
-  RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.query.bson(),
-                                   [&](std::string_view, const RecordView& rec) {
-                                     if (matcher->Matches(&rec.doc)) ++matched;
-                                     return limit == 0 || matched < req.skip + limit;
-                                   }));
+  RETURN_IF_ERROR(ForEachCandidate(
+      db_, docs_cf_, coll->info.id, req.query.bson(),
+      [&](std::string_view, const RecordView& rec) {
+        if (matcher->Matches(&rec.doc)) ++matched;
+        return limit == 0 || matched < req.skip + limit;
+      },
+      req.scope ? &req.scope->txn : nullptr));
   int64_t n = std::max<int64_t>(0, matched - req.skip);
   return limit == 0 ? n : std::min(n, limit);
 }
@@ -166,11 +191,13 @@ StatusOr<std::vector<Value>> DBImpl::Distinct(const DistinctRequest& req) {
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) return std::vector<Value>();
   projection::DistinctSet set;
-  RETURN_IF_ERROR(ForEachCandidate(db_, docs_cf_, coll->info.id, req.query.bson(),
-                                   [&](std::string_view, const RecordView& rec) {
-                                     if (matcher->Matches(&rec.doc)) set.AddFromDocument(&rec.doc, req.key);
-                                     return true;
-                                   }));
+  RETURN_IF_ERROR(ForEachCandidate(
+      db_, docs_cf_, coll->info.id, req.query.bson(),
+      [&](std::string_view, const RecordView& rec) {
+        if (matcher->Matches(&rec.doc)) set.AddFromDocument(&rec.doc, req.key);
+        return true;
+      },
+      req.scope ? &req.scope->txn : nullptr));
   std::vector<Value> values;
   values.reserve(set.size());
   for (const bson_value_t& v : set) values.emplace_back(v);

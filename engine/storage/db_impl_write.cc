@@ -103,8 +103,30 @@ std::unique_ptr<WriteScope> DBImpl::BeginScope(const WriteOptionsInternal& w) {
   return std::make_unique<WriteScope>(db_, RocksWriteOptions(plain));
 }
 
+std::unique_ptr<WriteScope> DBImpl::BeginTransaction(const std::string& txn_id, const TransactionLimits& limits,
+                                                     bool sync) {
+  WriteOptionsInternal plain;
+  plain.sync = sync;
+  rocksdb::TransactionOptions to;
+  to.set_snapshot = true;
+  to.lock_timeout = limits.lock_timeout_ms;
+  to.expiration = limits.lifetime_ms;
+  to.max_write_batch_size = limits.max_bytes;
+  auto scope = std::make_unique<WriteScope>(db_, RocksWriteOptions(plain), to);
+  scope->txn_id = txn_id;
+  return scope;
+}
+
 Status DBImpl::CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra_cf, const std::string& extra_key,
                            const std::string& extra_value) {
+  if (!scope->txn_id.empty()) {
+    // Every event of a transaction names it.
+    for (PendingEvent& e : scope->events) {
+      bson_t* with = bson_copy(e.event.bson());
+      BSON_APPEND_UTF8(with, "txn", scope->txn_id.c_str());
+      e.event = Document::Adopt(with);
+    }
+  }
   if (extra_cf != nullptr) {
     RETURN_IF_ERROR(FromRocks(scope->txn->Put(extra_cf, extra_key, extra_value)));
   }

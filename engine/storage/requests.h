@@ -130,6 +130,12 @@ struct FindRequest {
   Document sort;        // {} = _id order
   int64_t skip = 0;
   int64_t limit = 0;    // 0 = no limit
+  // Inside a snapshot transaction: read its snapshot plus its own writes.
+  WriteScope* scope = nullptr;
+  // With `scope`: lock every returned document as if written (the write set
+  // then holds it, so a concurrent change of it aborts one side: the cure
+  // for write skew).
+  bool lock_documents = false;
 };
 struct FindResult {
   std::vector<Document> docs;
@@ -159,12 +165,21 @@ struct CountRequest {
   Document query;
   int64_t skip = 0;
   int64_t limit = 0;
+  WriteScope* scope = nullptr;
 };
 
 struct DistinctRequest {
   Namespace ns;
   std::string key;
   Document query;
+  WriteScope* scope = nullptr;
+};
+
+// A snapshot transaction's limits.
+struct TransactionLimits {
+  int64_t lifetime_ms = 60 * 1000;        // MongoDB's transactionLifetimeLimitSeconds
+  size_t max_bytes = 16 * 1024 * 1024;    // of everything it writes
+  int64_t lock_timeout_ms = 1000;
 };
 
 struct JournalReadRequest {

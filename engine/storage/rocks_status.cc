@@ -7,6 +7,13 @@ Status FromRocks(const rocksdb::Status& s) {
   if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut() || s.IsDeadlock()) {
     return Status(ErrorCode::kWriteConflict, "write conflict: " + s.ToString());
   }
+  if (s.IsMemoryLimit()) {
+    return Status(ErrorCode::kTransactionTooLarge, "transaction too large: " + s.ToString());
+  }
+  if (s.IsExpired()) {
+    return Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
+                  "the transaction exceeded its lifetime limit and was aborted");
+  }
   if (s.IsCorruption()) return Status(ErrorCode::kDataCorruptionDetected, s.ToString());
   if (s.IsNoSpace()) return Status(ErrorCode::kOutOfDiskSpace, s.ToString());
   if (s.IsIOError() && s.ToString().find("No space left") != std::string::npos) {

@@ -25,6 +25,7 @@
 #include "gatedb/document.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
+#include "gatedb/transaction.h"
 #include "gatedb/value.h"
 
 namespace gatedb {
@@ -57,6 +58,12 @@ struct FindOptions {
   Document sort;        // {} = _id order.  Default: {}
   int64_t skip = 0;     // Default: 0
   int64_t limit = 0;    // 0 = no limit.  Default: 0
+  // Read inside this transaction (its snapshot and its own writes).
+  // Default: none
+  Transaction* txn = nullptr;
+  // With txn: lock what is read, as if written, so that a concurrent change
+  // of it aborts one side (prevents write skew).  Default: false
+  bool lock_documents = false;
 };
 
 struct UpdateOptions {
@@ -75,6 +82,7 @@ struct FindOneAndModifyOptions {
 struct CountOptions {
   int64_t skip = 0;   // Default: 0
   int64_t limit = 0;  // 0 = no limit.  Default: 0
+  Transaction* txn = nullptr;  // Default: none
 };
 
 // One failed statement of a multi-document write.
@@ -158,7 +166,7 @@ class Collection {
   StatusOr<int64_t> CountDocuments(DocumentView filter, const CountOptions& options = CountOptions());
   // Distinct values of a dotted path among matching documents (array
   // elements count one by one), in BSON order.
-  StatusOr<std::vector<Value>> Distinct(std::string_view key, DocumentView filter);
+  StatusOr<std::vector<Value>> Distinct(std::string_view key, DocumentView filter, Transaction* txn = nullptr);
 
   // The seeds' writeWithVersionGate, done properly: reads the one document
   // `filter` selects (with its version), calls `fn` with it to get the

@@ -13,7 +13,9 @@
 #ifndef GATEDB_DB_H_
 #define GATEDB_DB_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +24,23 @@
 #include "gatedb/document.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
+#include "gatedb/transaction.h"
 
 namespace gatedb {
 
 class DBImpl;
 class CommandDispatcher;
+class TxnManager;
+
+struct WithTransactionOptions {
+  TransactionOptions transaction;
+  // Give up retrying transient errors after this long (MongoDB's drivers
+  // use 120 s).  Default: 120000
+  int64_t timeout_ms = 120 * 1000;
+  // Commit idempotently under this context's key (task_id + write_seq).
+  // Default: none
+  std::optional<WriteContext> commit_context;
+};
 
 struct CreateCollectionOptions {
   // The store-owned version field of every document.  Default: "version"
@@ -108,12 +122,25 @@ class Database {
   };
   StatusOr<std::vector<StoredWrite>> IdempotencyStatus(const std::string& task_id);
 
+  // Starts a snapshot transaction (gatedb/transaction.h).
+  StatusOr<std::unique_ptr<Transaction>> StartTransaction(const TransactionOptions& options = TransactionOptions());
+
+  // Runs fn in a new transaction and commits it; when fn or the commit
+  // fails with a transient error (IsTransientTransactionError) the whole
+  // function runs again in a fresh transaction, with backoff, until
+  // options.timeout_ms.  A non-transient error is returned at once (the
+  // transaction aborted).  fn must not commit or abort the transaction.
+  Status WithTransaction(const std::function<Status(Transaction& txn)>& fn,
+                         const WithTransactionOptions& options = WithTransactionOptions());
+
   // For the engine-facing parts of the API; not for applications.
   DBImpl* impl() { return impl_.get(); }
+  TxnManager* txn_manager() { return txn_manager_.get(); }
 
  private:
   Database() = default;
   std::unique_ptr<DBImpl> impl_;
+  std::unique_ptr<TxnManager> txn_manager_;
   std::unique_ptr<CommandDispatcher> dispatcher_;
 };
 

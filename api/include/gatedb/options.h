@@ -13,6 +13,8 @@
 
 namespace gatedb {
 
+class Transaction;
+
 struct Options {
   // Create the data directory when it does not exist.
   // Default: true
@@ -88,6 +90,8 @@ struct WriteOptions {
   // current, conflictingFields, lastWriter, reason, suggestedAction).  Only
   // for calls that name one document.  Default: none (not gated)
   std::optional<int64_t> basis_version;
+  // Run inside this transaction (gatedb/transaction.h).  Default: none
+  Transaction* txn = nullptr;
 };
 
 }  // namespace gatedb

@@ -1,0 +1,252 @@
+#include "api/src/txn_manager.h"
+
+#include "api/commands/fingerprint.h"
+#include "engine/storage/idempotency.h"
+
+namespace gatedb {
+
+namespace {
+
+Status NoSuchTransaction(const Transaction::Impl& t) {
+  std::string why = t.abort_reason.ok() ? "" : ": " + t.abort_reason.reason();
+  if (t.state == Transaction::Impl::State::kCommitted) {
+    return Status(ErrorCode::kNoSuchTransaction, "transaction " + t.id + " has been committed");
+  }
+  return Status(ErrorCode::kNoSuchTransaction, "transaction " + t.id + " has been aborted" + why);
+}
+
+void AbortLocked(Transaction::Impl* t, Status reason) {
+  if (t->state != Transaction::Impl::State::kActive) return;
+  t->state = Transaction::Impl::State::kAborted;
+  t->abort_reason = std::move(reason);
+  t->scope.reset();  // rolls back, frees locks
+}
+
+}  // namespace
+
+bool IsTransientTransactionError(const Status& s) {
+  return s.code() == ErrorCode::kWriteConflict || s.code() == ErrorCode::kNoSuchTransaction;
+}
+
+Transaction::Transaction(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Transaction::~Transaction() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  AbortLocked(impl_.get(), Status(ErrorCode::kNoSuchTransaction, "the Transaction was destroyed uncommitted"));
+}
+
+bool Transaction::active() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->state == Impl::State::kActive;
+}
+bool Transaction::committed() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->state == Impl::State::kCommitted;
+}
+bool Transaction::replayed() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->replayed;
+}
+const std::string& Transaction::id() const { return impl_->id; }
+
+Status Transaction::Commit() { return impl_->manager->Commit(impl_.get(), nullptr); }
+Status Transaction::Commit(const WriteContext& context) { return impl_->manager->Commit(impl_.get(), &context); }
+Status Transaction::Abort() { return impl_->manager->Abort(impl_.get()); }
+
+TxnUse::TxnUse(Transaction::Impl* t, int64_t now_ms) : t_(t), lock_(t->mu) {
+  if (t_->state == Transaction::Impl::State::kActive && now_ms - t_->started_ms > t_->lifetime_ms) {
+    AbortLocked(t_, Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
+                           "the transaction exceeded its lifetime limit of " + std::to_string(t_->lifetime_ms) + " ms"));
+  }
+  if (t_->state != Transaction::Impl::State::kActive) status_ = NoSuchTransaction(*t_);
+}
+
+void TxnUse::AbortOnError(const Status& s) {
+  if (!s.ok()) AbortLocked(t_, s);
+}
+
+TxnManager::TxnManager(DBImpl* db) : db_(db) { reaper_ = std::thread([this] { ReaperLoop(); }); }
+
+TxnManager::~TxnManager() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  reaper_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& w : live_) {
+    if (auto t = w.lock()) {
+      std::lock_guard<std::mutex> tl(t->mu);
+      AbortLocked(t.get(), Status(ErrorCode::kNoSuchTransaction, "the database was closed"));
+    }
+  }
+}
+
+void TxnManager::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_; });
+    if (stop_) break;
+    int64_t now = db_->NowMs();
+    std::vector<std::shared_ptr<Transaction::Impl>> check;
+    for (auto it = live_.begin(); it != live_.end();) {
+      if (auto t = it->lock()) {
+        check.push_back(std::move(t));
+        ++it;
+      } else {
+        it = live_.erase(it);
+      }
+    }
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      if (now - it->second.last_use_ms > 30 * 60 * 1000) {
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    for (auto& t : check) {
+      // An expired transaction is aborted even while idle, freeing its locks.
+      std::unique_lock<std::mutex> tl(t->mu, std::try_to_lock);
+      if (tl.owns_lock() && t->state == Transaction::Impl::State::kActive && now - t->started_ms > t->lifetime_ms) {
+        AbortLocked(t.get(), Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
+                                    "the transaction exceeded its lifetime limit of " +
+                                        std::to_string(t->lifetime_ms) + " ms"));
+      }
+    }
+    lock.lock();
+  }
+}
+
+std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& options) {
+  auto t = std::make_shared<Transaction::Impl>();
+  t->manager = this;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t->id = "txn-" + std::to_string(db_->NowMs()) + "-" + std::to_string(next_id_++);
+    live_.push_back(t);
+  }
+  t->started_ms = db_->NowMs();
+  t->lifetime_ms = options.lifetime_ms;
+  TransactionLimits limits;
+  // RocksDB's own expiry is a backstop a little after ours.
+  limits.lifetime_ms = options.lifetime_ms + 1000;
+  limits.max_bytes = options.max_bytes;
+  limits.lock_timeout_ms = db_->options().lock_timeout_ms;
+  t->scope = db_->BeginTransaction(t->id, limits, options.sync || db_->options().sync);
+  return t;
+}
+
+Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
+  std::unique_lock<std::mutex> lock(t->mu);
+  if (t->state == Transaction::Impl::State::kCommitted) return Status::OK();  // a retried commit
+  if (t->state == Transaction::Impl::State::kActive && db_->NowMs() - t->started_ms > t->lifetime_ms) {
+    AbortLocked(t, Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
+                          "the transaction exceeded its lifetime limit of " + std::to_string(t->lifetime_ms) + " ms"));
+  }
+  if (t->state != Transaction::Impl::State::kActive) return NoSuchTransaction(*t);
+  Status s;
+  if (context != nullptr && !context->task_id.empty() && context->write_seq) {
+    RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(context->task_id));
+    IdempotencyLog* log = db_->idempotency();
+    std::string key = IdempotencyLog::EncodeKey(context->task_id, *context->write_seq);
+    IdempotencyLog::ClaimGuard claim(log, key);
+    auto stored = log->Lookup(key);
+    if (!stored.ok()) return stored.status();
+    bson_t fpdoc = BSON_INITIALIZER;
+    BSON_APPEND_INT32(&fpdoc, "commitTransaction", 1);
+    std::string fp = commands::CommandFingerprint(&fpdoc);
+    bson_destroy(&fpdoc);
+    if (stored->has_value()) {
+      if ((*stored)->fingerprint != fp) {
+        AbortLocked(t, Status(ErrorCode::kIdempotencyKeyReuse, "key reused"));
+        return Status(ErrorCode::kIdempotencyKeyReuse,
+                      "idempotency key (taskId: \"" + context->task_id + "\", writeSeq: " +
+                          std::to_string(*context->write_seq) + ") was already used for a different command");
+      }
+      // Committed before: this run commits nothing new.
+      AbortLocked(t, Status(ErrorCode::kNoSuchTransaction, "replaced by the stored commit"));
+      t->state = Transaction::Impl::State::kCommitted;
+      t->replayed = true;
+      return Status::OK();
+    }
+    IdempotencyRecord rec;
+    rec.fingerprint = fp;
+    rec.at_ms = db_->NowMs();
+    rec.ns = "admin.$cmd";
+    bson_t* reply = bson_new();
+    BSON_APPEND_UTF8(reply, "txn", t->id.c_str());
+    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    rec.reply = Document::Adopt(reply);
+    s = db_->CommitScope(t->scope.get(), log->cf(), key, IdempotencyLog::EncodeRecord(rec));
+  } else {
+    s = db_->CommitScope(t->scope.get());
+  }
+  if (!s.ok()) {
+    AbortLocked(t, s);
+    return s;
+  }
+  t->state = Transaction::Impl::State::kCommitted;
+  t->scope.reset();
+  return Status::OK();
+}
+
+Status TxnManager::Abort(Transaction::Impl* t) {
+  std::lock_guard<std::mutex> lock(t->mu);
+  if (t->state == Transaction::Impl::State::kCommitted) {
+    return Status(ErrorCode::kTransactionCommitted, "transaction " + t->id + " has been committed");
+  }
+  if (t->state == Transaction::Impl::State::kAborted) return NoSuchTransaction(*t);
+  AbortLocked(t, Status(ErrorCode::kNoSuchTransaction, "aborted by the client"));
+  return Status::OK();
+}
+
+StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::string& lsid, int64_t txn_number,
+                                                                    bool start) {
+  std::shared_ptr<Transaction::Impl> old;
+  std::shared_ptr<Transaction::Impl> result;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Session& s = sessions_[lsid];
+    s.last_use_ms = db_->NowMs();
+    if (txn_number < s.txn_number) {
+      return Status(ErrorCode::kTransactionTooOld, "txnNumber " + std::to_string(txn_number) +
+                                                       " is less than last txnNumber " + std::to_string(s.txn_number) +
+                                                       " seen in this session");
+    }
+    if (start) {
+      if (txn_number == s.txn_number) {
+        return Status(ErrorCode::kConflictingOperationInProgress,
+                      "transaction " + std::to_string(txn_number) + " has already been started in this session");
+      }
+      old = std::move(s.txn);
+      s.txn_number = txn_number;
+    } else {
+      if (txn_number != s.txn_number || !s.txn) {
+        return Status(ErrorCode::kNoSuchTransaction,
+                      "given transaction number " + std::to_string(txn_number) +
+                          " does not match any in-progress transactions");
+      }
+      return s.txn;
+    }
+  }
+  if (old) Abort(old.get()).PermitUnchecked();  // a newer transaction replaces it
+  result = Begin(TransactionOptions());
+  std::lock_guard<std::mutex> lock(mu_);
+  sessions_[lsid].txn = result;
+  return result;
+}
+
+StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForEnd(const std::string& lsid, int64_t txn_number) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(lsid);
+  if (it == sessions_.end() || it->second.txn_number != txn_number || !it->second.txn) {
+    return Status(ErrorCode::kNoSuchTransaction, "given transaction number " + std::to_string(txn_number) +
+                                                     " does not match any in-progress transactions");
+  }
+  it->second.last_use_ms = db_->NowMs();
+  return it->second.txn;
+}
+
+}  // namespace gatedb

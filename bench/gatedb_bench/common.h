@@ -1,0 +1,108 @@
+// Shared pieces of gatedb_bench (bench/README.md): the data set, temporary
+// directories, the per-benchmark fixture cache and the peak-RSS counter.
+//
+// Every benchmark gets a fresh database in a fresh temporary directory,
+// loaded once (outside timing) with NumDocs() documents of about 1 KB.
+// Google Benchmark calls a benchmark function several times (to find the
+// iteration count, then once per repetition); AcquireFixture() keeps the
+// loaded fixture for as long as the same benchmark runs and replaces it
+// when another one starts, so each benchmark loads exactly once.
+#ifndef GATEDB_BENCH_COMMON_H_
+#define GATEDB_BENCH_COMMON_H_
+
+#include <benchmark/benchmark.h>
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace gatedb_bench {
+
+// GATEDB_BENCH_DOCS (default 100000): documents loaded per benchmark.
+int NumDocs();
+
+// "doc-0000042": the _id (and RocksDB / SQLite key) of document i.
+std::string DocId(int i);
+
+// Document i, about 1 KB: string _id, strings, a double (`score`), an
+// embedded `address`, an array of 5 `items` subdocuments, `category`
+// ("cat-00" .. "cat-99", i % 100: a 1% selective field) and `version` 0.
+void BuildDoc(int i, bson_t* out);
+
+// The field every CAS case changes, and the value it sets.
+constexpr char kChangedField[] = "score";
+constexpr char kVersionField[] = "version";
+
+// A copy of the BSON document `data` with `score` set to `score` and
+// `version` raised by one (other fields copied in order): the "parse,
+// change one field, bump version" step of the baselines.  Returns false
+// when `data` is not BSON.  `old_version` receives the version read.
+bool RewriteDoc(const uint8_t* data, size_t len, double score, int64_t* old_version, bson_t* out);
+
+// A fresh directory under $TMPDIR (or /tmp), removed with the object.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A loaded database of some kind.  peak_rss_mb is the process's peak RSS
+// (VmHWM, reset just before loading) once the documents are loaded.
+struct Fixture {
+  virtual ~Fixture() = default;
+  double peak_rss_mb = 0;
+};
+
+// The fixture for benchmark `key` (its full name: one per registered
+// benchmark, threads included): made by `make` the first time, then shared
+// by every thread and every call of that benchmark.  Thread-safe; the first
+// caller loads while the others wait.
+std::shared_ptr<Fixture> AcquireFixtureBase(const std::string& key, const std::function<std::unique_ptr<Fixture>()>& make);
+
+template <typename F>
+std::shared_ptr<F> AcquireFixture(const std::string& key, const std::function<std::unique_ptr<F>()>& make) {
+  return std::static_pointer_cast<F>(AcquireFixtureBase(key, [&]() -> std::unique_ptr<Fixture> { return make(); }));
+}
+
+// Drops the cached fixture (its directory is removed).
+void ReleaseFixtures();
+
+// Name of a benchmark instance for fixture keys: "<base>/threads:<n>".
+std::string InstanceKey(const std::string& base, const benchmark::State& state);
+
+// Sets the peak_rss_MB counter (thread 0 only, so that it is not summed).
+void ReportRss(benchmark::State& state, const Fixture& fx);
+
+// Picks document indexes for one thread: uniform over this thread's own
+// slice of [0, NumDocs()) (the whole range with one thread), from a
+// std::mt19937 seeded per benchmark and thread.
+class KeyPicker {
+ public:
+  KeyPicker(const benchmark::State& state, uint32_t seed);
+  int Next() { return dist_(rng_); }
+
+ private:
+  std::mt19937 rng_;
+  std::uniform_int_distribution<int> dist_;
+};
+
+// A value never returned before in this process, so that every CAS really
+// changes its document (Google Benchmark reruns a function with the same
+// key sequence; a repeated value would make gatedb skip the write).
+double NextScore();
+
+// Fails the benchmark (once) with `msg`.
+void Fail(benchmark::State& state, const std::string& msg);
+
+}  // namespace gatedb_bench
+
+#endif  // GATEDB_BENCH_COMMON_H_

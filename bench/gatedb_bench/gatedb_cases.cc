@@ -1,0 +1,426 @@
+// The gatedb cases of gatedb_bench: the CAS path through the public C++ API
+// (gatedb/*.h only) and through RunCommand.  bench/README.md lists them.
+#include <gatedb/collection.h>
+#include <gatedb/db.h>
+#include <gatedb/document.h>
+#include <gatedb/options.h>
+#include <gatedb/status.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common.h"
+
+namespace gatedb_bench {
+namespace {
+
+constexpr char kDb[] = "bench";
+constexpr char kColl[] = "orders";
+constexpr char kAgent[] = "bench-agent";
+
+struct GatedbFixture : Fixture {
+  TempDir dir{"gatedb"};
+  std::unique_ptr<gatedb::Database> db;
+  std::atomic<int64_t> seq{0};  // write_seq of keyed writes, unique per fixture
+  std::atomic<int64_t> hot_attempts{0};
+  std::atomic<int64_t> hot_conflicts{0};
+  std::vector<int64_t> basis;  // per prepared document (replay / stale cases)
+
+  gatedb::Collection coll() { return db->GetCollection(kDb, kColl); }
+};
+
+// A fresh database with NumDocs() documents, inserted with InsertMany in
+// batches of 1000.
+std::unique_ptr<GatedbFixture> LoadGatedb() {
+  auto fx = std::make_unique<GatedbFixture>();
+  auto db = gatedb::Database::Open(fx->dir.path());
+  if (!db.ok()) throw std::runtime_error("open: " + db.status().ToString());
+  fx->db = std::move(*db);
+  gatedb::Collection c = fx->coll();
+  std::vector<gatedb::Document> batch;
+  batch.reserve(1000);
+  const int n = NumDocs();
+  for (int i = 0; i < n; ++i) {
+    bson_t* d = bson_new();
+    BuildDoc(i, d);
+    batch.push_back(gatedb::Document::Adopt(d));
+    if (batch.size() == 1000 || i == n - 1) {
+      auto r = c.InsertMany(batch);
+      if (!r.ok() || !r->write_errors.empty()) {
+        throw std::runtime_error("InsertMany failed: " +
+                                 (r.ok() ? r->write_errors[0].status.ToString() : r.status().ToString()));
+      }
+      batch.clear();
+    }
+  }
+  return fx;
+}
+
+gatedb::Document IdFilter(int i) {
+  bson_t* f = bson_new();
+  std::string id = DocId(i);
+  BSON_APPEND_UTF8(f, "_id", id.c_str());
+  return gatedb::Document::Adopt(f);
+}
+
+// {$set: {score: v}}
+gatedb::Document SetScore(double v) {
+  bson_t* u = bson_new();
+  bson_t set;
+  BSON_APPEND_DOCUMENT_BEGIN(u, "$set", &set);
+  BSON_APPEND_DOUBLE(&set, kChangedField, v);
+  bson_append_document_end(u, &set);
+  return gatedb::Document::Adopt(u);
+}
+
+int64_t VersionOf(const gatedb::Document& d) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, d.bson(), kVersionField) ? bson_iter_as_int64(&it) : -1;
+}
+
+// Read by _id, then a basisVersion-gated $set of one field.
+void RunGatedUpdate(benchmark::State& state, const std::string& base, bool keyed, bool sync) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey(base, state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  KeyPicker pick(state, 42);
+  const std::string task = "bench-task-" + std::to_string(state.thread_index());
+  for (auto _ : state) {
+    gatedb::Document filter = IdFilter(pick.Next());
+    auto cur = c.FindOne(filter.view());
+    if (!cur.ok() || !*cur) {
+      Fail(state, "read failed");
+      break;
+    }
+    gatedb::UpdateOptions o;
+    o.write.sync = sync;
+    o.write.basis_version = VersionOf(**cur);
+    o.write.context.agent_id = kAgent;
+    if (keyed) {
+      o.write.context.task_id = task;
+      o.write.context.write_seq = ++fx->seq;
+    }
+    gatedb::Document update = SetScore(NextScore());
+    auto r = c.UpdateOne(filter.view(), update.view(), o);
+    if (!r.ok() || r->modified_count != 1) {
+      Fail(state, r.ok() ? "not modified" : r.status().ToString());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+
+void BM_GatedUpdate(benchmark::State& state) {
+  RunGatedUpdate(state, "BM_GatedUpdate/key:" + std::to_string(state.range(0)), state.range(0) != 0, false);
+}
+BENCHMARK(BM_GatedUpdate)->ArgName("key")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_GatedUpdate_Durable(benchmark::State& state) {
+  RunGatedUpdate(state, "BM_GatedUpdate_Durable", false, true);
+}
+BENCHMARK(BM_GatedUpdate_Durable)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The MongoDB idiom: read, then filter {_id, version} with $set + $inc version.
+void BM_MongoIdiomUpdate(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_MongoIdiomUpdate", state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  KeyPicker pick(state, 43);
+  for (auto _ : state) {
+    int i = pick.Next();
+    gatedb::Document by_id = IdFilter(i);
+    auto cur = c.FindOne(by_id.view());
+    if (!cur.ok() || !*cur) {
+      Fail(state, "read failed");
+      break;
+    }
+    bson_t* f = bson_new();
+    std::string id = DocId(i);
+    BSON_APPEND_UTF8(f, "_id", id.c_str());
+    BSON_APPEND_INT64(f, kVersionField, VersionOf(**cur));
+    gatedb::Document filter = gatedb::Document::Adopt(f);
+    bson_t* u = bson_new();
+    bson_t set, inc;
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$set", &set);
+    BSON_APPEND_DOUBLE(&set, kChangedField, NextScore());
+    bson_append_document_end(u, &set);
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$inc", &inc);
+    BSON_APPEND_INT32(&inc, kVersionField, 1);
+    bson_append_document_end(u, &inc);
+    gatedb::Document update = gatedb::Document::Adopt(u);
+    gatedb::UpdateOptions o;
+    o.write.context.agent_id = kAgent;
+    auto r = c.UpdateOne(filter.view(), update.view(), o);
+    if (!r.ok() || r->modified_count != 1) {
+      Fail(state, r.ok() ? "not modified" : r.status().ToString());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_MongoIdiomUpdate)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+bool ReplyOk(const gatedb::Document& reply) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, reply.bson(), "ok") && bson_iter_as_double(&it) == 1.0;
+}
+
+// The gated update as two commands through RunCommand: find by _id, then
+// update with basisVersion.
+void BM_RunCommandUpdate(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_RunCommandUpdate", state), LoadGatedb);
+  KeyPicker pick(state, 44);
+  for (auto _ : state) {
+    std::string id = DocId(pick.Next());
+    bson_t find = BSON_INITIALIZER;
+    bson_t sub;
+    BSON_APPEND_UTF8(&find, "find", kColl);
+    BSON_APPEND_DOCUMENT_BEGIN(&find, "filter", &sub);
+    BSON_APPEND_UTF8(&sub, "_id", id.c_str());
+    bson_append_document_end(&find, &sub);
+    BSON_APPEND_INT32(&find, "limit", 1);
+    BSON_APPEND_UTF8(&find, "$db", kDb);
+    gatedb::Document found = fx->db->RunCommand(gatedb::DocumentView(&find));
+    bson_destroy(&find);
+    bson_iter_t it, doc;
+    int64_t version = -1;
+    if (bson_iter_init(&it, found.bson()) && bson_iter_find_descendant(&it, "cursor.firstBatch.0.version", &doc)) {
+      version = bson_iter_as_int64(&doc);
+    }
+    if (version < 0) {
+      Fail(state, "find failed: " + found.ToJson());
+      break;
+    }
+    bson_t upd = BSON_INITIALIZER;
+    bson_t arr, stmt, q, u, set, wc;
+    BSON_APPEND_UTF8(&upd, "update", kColl);
+    BSON_APPEND_ARRAY_BEGIN(&upd, "updates", &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "q", &q);
+    BSON_APPEND_UTF8(&q, "_id", id.c_str());
+    bson_append_document_end(&stmt, &q);
+    BSON_APPEND_DOCUMENT_BEGIN(&stmt, "u", &u);
+    BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+    BSON_APPEND_DOUBLE(&set, kChangedField, NextScore());
+    bson_append_document_end(&u, &set);
+    bson_append_document_end(&stmt, &u);
+    BSON_APPEND_INT64(&stmt, "basisVersion", version);
+    bson_append_document_end(&arr, &stmt);
+    bson_append_array_end(&upd, &arr);
+    BSON_APPEND_DOCUMENT_BEGIN(&upd, "writeContext", &wc);
+    BSON_APPEND_UTF8(&wc, "agentId", kAgent);
+    bson_append_document_end(&upd, &wc);
+    BSON_APPEND_UTF8(&upd, "$db", kDb);
+    gatedb::Document reply = fx->db->RunCommand(gatedb::DocumentView(&upd));
+    bson_destroy(&upd);
+    if (!ReplyOk(reply) || !bson_iter_init_find(&it, reply.bson(), "nModified") || bson_iter_as_int64(&it) != 1) {
+      Fail(state, "update failed: " + reply.ToJson());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_RunCommandUpdate)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// How many documents the replay and stale cases prepare.
+int PreparedDocs() { return NumDocs() < 1000 ? NumDocs() : 1000; }
+
+constexpr char kReplayTask[] = "replay-task";
+
+// A keyed gated write whose key (task, writeSeq) was already used: answered
+// from the idempotency log.  Setup: one keyed write on each of the first
+// PreparedDocs() documents, write_seq = document index.
+void BM_IdempotentReplay(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_IdempotentReplay", state), [] {
+    auto f = LoadGatedb();
+    gatedb::Collection c = f->coll();
+    for (int i = 0; i < PreparedDocs(); ++i) {
+      gatedb::UpdateOptions o;
+      o.write.basis_version = 0;
+      o.write.context.agent_id = kAgent;
+      o.write.context.task_id = kReplayTask;
+      o.write.context.write_seq = i;
+      auto r = c.UpdateOne(IdFilter(i).view(), SetScore(-i).view(), o);
+      if (!r.ok() || r->replayed) throw std::runtime_error("replay setup failed");
+    }
+    return f;
+  });
+  gatedb::Collection c = fx->coll();
+  std::mt19937 rng(45);
+  std::uniform_int_distribution<int> dist(0, PreparedDocs() - 1);
+  for (auto _ : state) {
+    int i = dist(rng);
+    gatedb::UpdateOptions o;
+    o.write.basis_version = 0;
+    o.write.context.agent_id = kAgent;
+    o.write.context.task_id = kReplayTask;
+    o.write.context.write_seq = i;
+    gatedb::Document filter = IdFilter(i);
+    gatedb::Document update = SetScore(-i);
+    auto r = c.UpdateOne(filter.view(), update.view(), o);
+    if (!r.ok() || !r->replayed) {
+      Fail(state, r.ok() ? "expected a replay" : r.status().ToString());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_IdempotentReplay)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// A gated write with an old basis: refused with VersionConflict and its
+// errInfo (conflictingFields from the journal, lastWriter).  Setup: the first
+// PreparedDocs() documents are updated twice (version 2); the writes say 0.
+void BM_StaleWriteRejected(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_StaleWriteRejected", state), [] {
+    auto f = LoadGatedb();
+    gatedb::Collection c = f->coll();
+    for (int i = 0; i < PreparedDocs(); ++i) {
+      for (int v = 0; v < 2; ++v) {
+        gatedb::UpdateOptions o;
+        o.write.basis_version = v;
+        o.write.context.agent_id = "other-agent";
+        auto r = c.UpdateOne(IdFilter(i).view(), SetScore(1000.0 + v).view(), o);
+        if (!r.ok() || r->modified_count != 1) throw std::runtime_error("stale setup failed");
+      }
+    }
+    return f;
+  });
+  gatedb::Collection c = fx->coll();
+  std::mt19937 rng(46);
+  std::uniform_int_distribution<int> dist(0, PreparedDocs() - 1);
+  for (auto _ : state) {
+    gatedb::UpdateOptions o;
+    o.write.basis_version = 0;
+    o.write.context.agent_id = kAgent;
+    gatedb::Document filter = IdFilter(dist(rng));
+    gatedb::Document update = SetScore(NextScore());
+    auto r = c.UpdateOne(filter.view(), update.view(), o);
+    if (r.ok() || r.status().code() != gatedb::ErrorCode::kVersionConflict || r.status().err_info() == nullptr) {
+      Fail(state, "expected a VersionConflict with errInfo");
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_StaleWriteRejected)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Two threads read-think(0)-write one document through the retry helper.
+// writes_per_s: successful writes per second (both threads);
+// conflict_rate: refused attempts / all attempts.
+void BM_HotDocContended(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_HotDocContended", state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  if (state.thread_index() == 0) {
+    fx->hot_attempts = 0;
+    fx->hot_conflicts = 0;
+  }
+  gatedb::Document filter = IdFilter(0);
+  gatedb::GatedWriteOptions go;
+  go.context.agent_id = "hot-agent-" + std::to_string(state.thread_index());
+  go.max_attempts = 100;
+  int64_t ok = 0;
+  for (auto _ : state) {
+    double score = NextScore();
+    auto r = c.WriteWithVersionGate(
+        filter.view(), [&](const gatedb::Document&) -> gatedb::StatusOr<gatedb::Document> { return SetScore(score); },
+        go);
+    if (r.ok()) {
+      ++ok;
+      fx->hot_attempts += r->attempts;
+      fx->hot_conflicts += r->attempts - 1;
+    } else if (r.status().code() == gatedb::ErrorCode::kVersionConflict) {
+      fx->hot_attempts += go.max_attempts;
+      fx->hot_conflicts += go.max_attempts;
+    } else {
+      Fail(state, r.status().ToString());
+      break;
+    }
+  }
+  state.counters["writes_per_s"] = benchmark::Counter(static_cast<double>(ok), benchmark::Counter::kIsRate);
+  if (state.thread_index() == 0) {
+    int64_t attempts = fx->hot_attempts.load();
+    state.counters["conflict_rate"] =
+        benchmark::Counter(attempts == 0 ? 0.0 : static_cast<double>(fx->hot_conflicts.load()) / attempts);
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_HotDocContended)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// InsertOne of a new ~1 KB document (a fresh _id) into the loaded collection.
+void BM_Insert(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_Insert", state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  gatedb::WriteOptions o;
+  o.context.agent_id = kAgent;
+  for (auto _ : state) {
+    // Ids above NumDocs(), unique across calls of the benchmark.
+    int i = NumDocs() + static_cast<int>(++fx->seq);
+    bson_t* d = bson_new();
+    BuildDoc(i, d);
+    gatedb::Document doc = gatedb::Document::Adopt(d);
+    auto r = c.InsertOne(doc.view(), o);
+    if (!r.ok()) {
+      Fail(state, r.status().ToString());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_Insert)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// FindOne({_id: <random>}).
+void BM_FindById(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_FindById", state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  KeyPicker pick(state, 47);
+  for (auto _ : state) {
+    gatedb::Document filter = IdFilter(pick.Next());
+    auto r = c.FindOne(filter.view());
+    if (!r.ok() || !*r) {
+      Fail(state, "not found");
+      break;
+    }
+    benchmark::DoNotOptimize((**r).data());
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_FindById)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// Find({category: "cat-NN"}): a scan of every document, 1% match.
+void BM_FindByFilterScan(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_FindByFilterScan", state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  std::mt19937 rng(48);
+  const size_t expected = static_cast<size_t>(NumDocs() / 100);
+  int64_t docs_scanned = 0;
+  for (auto _ : state) {
+    char cat[16];
+    std::snprintf(cat, sizeof cat, "cat-%02d", static_cast<int>(rng() % 100));
+    bson_t* f = bson_new();
+    BSON_APPEND_UTF8(f, "category", cat);
+    gatedb::Document filter = gatedb::Document::Adopt(f);
+    auto r = c.Find(filter.view());
+    if (!r.ok() || r->size() < expected) {
+      Fail(state, "scan found too few documents");
+      break;
+    }
+    docs_scanned += NumDocs();
+  }
+  state.counters["docs_scanned_per_s"] = benchmark::Counter(static_cast<double>(docs_scanned), benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_FindByFilterScan)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace gatedb_bench

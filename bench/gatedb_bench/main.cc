@@ -1,0 +1,27 @@
+// gatedb_bench: the CAS path of gatedb beside RocksDB and SQLite baselines
+// (bench/README.md; figures in docs/BENCHMARKS.md).
+//
+//   build/bench/gatedb_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+//   GATEDB_BENCH_DOCS=200 build/bench/gatedb_bench --benchmark_min_time=0.01   # smoke run
+#include <benchmark/benchmark.h>
+#include <bson/bson.h>
+#include <rocksdb/version.h>
+#include <sqlite3.h>
+
+#include <string>
+
+#include "common.h"
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::AddCustomContext("gatedb_bench_docs", std::to_string(gatedb_bench::NumDocs()));
+  benchmark::AddCustomContext("rocksdb", std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +
+                                             std::to_string(ROCKSDB_PATCH));
+  benchmark::AddCustomContext("sqlite", sqlite3_libversion());
+  benchmark::AddCustomContext("libbson", bson_get_version());
+  benchmark::RunSpecifiedBenchmarks();
+  gatedb_bench::ReleaseFixtures();  // removes the last temporary directory
+  benchmark::Shutdown();
+  return 0;
+}

@@ -347,6 +347,50 @@ TEST_F(TransactionTest, IdempotentCommitAnswersARetriedTransaction) {
   EXPECT_EQ(stored->size(), 1u);
 }
 
+TEST_F(TransactionTest, WithTransactionRetriesOnlyTransientErrors) {
+  Collection c = db_->GetCollection("t");
+  ASSERT_OK(c.InsertOne(Json(R"({"_id": "x", "v": 0})").view()));
+  int calls = 0;
+  Status s = db_->WithTransaction([&](Transaction& t) -> Status {
+    ++calls;
+    UpdateOptions o;
+    o.write.txn = &t;
+    RETURN_IF_ERROR(c.UpdateOne(IdDoc("x").view(), IncDoc("v", 1).view(), o).status());
+    return Status(ErrorCode::kBadValue, "the agent changed its mind");
+  });
+  EXPECT_THAT(s, StatusIs(ErrorCode::kBadValue));
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(Field("t", "x", "v"), 0);
+  // A conflict on the first run is retried, and the retry commits.
+  calls = 0;
+  s = db_->WithTransaction([&](Transaction& t) -> Status {
+    ++calls;
+    FindOptions fo;
+    fo.txn = &t;
+    RETURN_IF_ERROR(c.Find(IdDoc("x").view(), fo).status());
+    if (calls == 1) {
+      // Someone else writes after this transaction's snapshot.
+      EXPECT_OK(c.UpdateOne(IdDoc("x").view(), IncDoc("v", 100).view()));
+    }
+    UpdateOptions o;
+    o.write.txn = &t;
+    return c.UpdateOne(IdDoc("x").view(), IncDoc("v", 1).view(), o).status();
+  });
+  ASSERT_OK(s);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(Field("t", "x", "v"), 101);
+  // The time bound ends a function that always conflicts.
+  WithTransactionOptions quick;
+  quick.timeout_ms = 50;
+  calls = 0;
+  s = db_->WithTransaction([&](Transaction&) -> Status {
+    ++calls;
+    return Status(ErrorCode::kWriteConflict, "always");
+  }, quick);
+  EXPECT_THAT(s, StatusIs(ErrorCode::kWriteConflict));
+  EXPECT_GT(calls, 1);
+}
+
 TEST_F(TransactionTest, JournalEventsOfATransactionShareItsId) {
   auto t = db_->StartTransaction();
   WriteOptions w;

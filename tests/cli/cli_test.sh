@@ -29,6 +29,16 @@ printf '%s\n' "$out" | sed -n 2p | grep -q 'line 2'; check "the error names the 
 printf '%s\n' "$out" | sed -n 3p | grep -q '"nModified" : 1'; check "later lines still run" $?
 printf '%s\n' "$out" | sed -n 4p | grep -q '"version" : 1'; check "version raised once" $?
 
+# A transaction spans lines: sessions live for the whole input.
+out=$(printf '%s\n' \
+  '{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"t": 1}}}], "lsid": {"id": 7}, "txnNumber": 1, "startTransaction": true, "autocommit": false}' \
+  '{"count": "c", "query": {"t": 1}}' \
+  '{"commitTransaction": 1, "lsid": {"id": 7}, "txnNumber": 1, "autocommit": false}' \
+  '{"count": "c", "query": {"t": 1}}' | "$GATEDB" run --db "$dir/db")
+printf '%s\n' "$out" | sed -n 2p | grep -q '"n" : 0'; check "uncommitted writes are invisible outside" $?
+printf '%s\n' "$out" | sed -n 3p | grep -q '"ok" : 1'; check "commitTransaction on a later line" $?
+printf '%s\n' "$out" | sed -n 4p | grep -q '"n" : 1'; check "committed writes are visible" $?
+
 out=$("$GATEDB" run --db "$dir/db" -c '{"count": "c"}')
 check "run -c exits 0" $?
 printf '%s\n' "$out" | grep -q '"n" : 1'; check "data persists across runs" $?

@@ -34,6 +34,7 @@ void AppendCollectionInfo(const CollectionInfo& info, bool name_only, bson_t* ou
   BSON_APPEND_DOCUMENT_BEGIN(out, "options", &opts);
   BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
   if (info.options.max_basis_age_ms) BSON_APPEND_INT64(&opts, "maxBasisAgeMs", *info.options.max_basis_age_ms);
+  AppendConflictPolicy(info.options.conflict_policy, &opts, "conflictPolicy");
   bson_append_document_end(out, &opts);
   BSON_APPEND_DOCUMENT_BEGIN(out, "info", &inf);
   BSON_APPEND_BOOL(&inf, "readOnly", false);
@@ -88,6 +89,12 @@ Status CreateCommand(CommandContext& ctx, bson_t* reply) {
       int64_t ms = 0;
       RETURN_IF_ERROR(ReadInt64(&it, "create.maxBasisAgeMs", &ms));
       options.max_basis_age_ms = ms;
+    } else if (key == "conflictPolicy") {
+      bson_t spec;
+      Document copy;
+      RETURN_IF_ERROR(ReadDocument(&it, "create.conflictPolicy", &copy));
+      RETURN_IF_ERROR(ParseConflictPolicy(copy.bson(), &options.conflict_policy));
+      (void)spec;
     } else if (key == "capped" || key == "size" || key == "max" || key == "validator" ||
                key == "validationLevel" || key == "validationAction" || key == "timeseries" ||
                key == "clusteredIndex" || key == "viewOn" || key == "pipeline" ||
@@ -199,6 +206,10 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply) {
                       "versionField cannot be changed after create: the collection's documents carry '" +
                           info.options.version_field + "'");
       }
+    } else if (key == "conflictPolicy") {
+      Document copy;
+      RETURN_IF_ERROR(ReadDocument(&it, "collMod.conflictPolicy", &copy));
+      RETURN_IF_ERROR(ParseConflictPolicy(copy.bson(), &options.conflict_policy));
     } else if (key == "maxBasisAgeMs") {
       if (BSON_ITER_HOLDS_NULL(&it)) {
         options.max_basis_age_ms.reset();

@@ -41,6 +41,8 @@ class Journal;
 struct WriteGate;
 class IdempotencyLog;
 struct PendingEvent;
+struct RefusalDetail;
+struct RecordView;
 class Txn;
 
 class DBImpl {
@@ -159,7 +161,12 @@ class DBImpl {
   // errInfo, and its conflict event in the journal.
   Status RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
                           int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
-                          const WriteOptionsInternal& w, ErrorCode code, const std::string& why);
+                          const WriteOptionsInternal& w, ErrorCode code, const std::string& why,
+                          const bson_t* field_versions = nullptr, const RefusalDetail* detail = nullptr);
+  // Whether a conflict policy lets a write with a stale basis through.
+  // `written`: the paths the write changes ("" for everything).
+  bool PolicyAllows(const CollectionOptions& opts, const RecordView& rec, const WriteGate& gate,
+                    const WriteOptionsInternal& w, const std::vector<std::string>& written, RefusalDetail* detail);
   // Before a gated write: StaleBasis when the basis is older than the
   // collection's maxBasisAgeMs.
   Status CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,

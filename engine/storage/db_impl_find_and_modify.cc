@@ -52,6 +52,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     if (!req.upsert) return result;
     ASSIGN_OR_RETURN(coll, GetOrCreateCollection(req.ns));
   }
+  if (coll->opts()->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(req.ns);
   WriteGate gate;
   gate.basis_version = req.basis_version;
   gate.idiom = HasVersionEquality(req.query.bson(), coll->opts()->version_field);

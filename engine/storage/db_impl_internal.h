@@ -36,6 +36,17 @@ struct WriteGate {
   bool gated() const { return basis_version.has_value() || idiom; }
 };
 
+// What a conflict policy found when it refused a stale write.
+struct RefusalDetail {
+  const char* policy = "reject";
+  // The conflicting paths, when the policy computed them (fieldMerge).
+  std::optional<std::vector<std::string>> fields;
+  // sourcePriority: the writer's and the last writer's sources.
+  bool by_source = false;
+  std::string source;
+  std::string last_source;
+};
+
 // A journal event built during a write, numbered at commit.
 struct PendingEvent {
   Document event;
@@ -101,6 +112,9 @@ struct WriteScope {
   // journal event it commits); reads then use the transaction's snapshot.
   std::string txn_id;
 };
+
+// The refusal of any update or delete in an appendOnly collection.
+Status AppendOnlyError(const Namespace& ns);
 
 // How many times a single-document write retries a lock conflict before
 // reporting WriteConflict.

@@ -42,6 +42,7 @@ std::string EncodeCollectionInfo(const CollectionInfo& info) {
   BSON_APPEND_DOCUMENT_BEGIN(&b, "options", &opts);
   BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
   if (info.options.max_basis_age_ms) BSON_APPEND_INT64(&opts, "maxBasisAgeMs", *info.options.max_basis_age_ms);
+  AppendConflictPolicy(info.options.conflict_policy, &opts, "conflictPolicy");
   bson_append_document_end(&b, &opts);
   std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
   bson_destroy(&b);
@@ -65,6 +66,14 @@ Status DecodeCollectionInfo(const rocksdb::Slice& bytes, CollectionInfo* info) {
   if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.maxBasisAgeMs", &f) &&
       BSON_ITER_HOLDS_INT64(&f)) {
     info->options.max_basis_age_ms = bson_iter_int64(&f);
+  }
+  if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.conflictPolicy", &f) &&
+      BSON_ITER_HOLDS_DOCUMENT(&f)) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&f, &len, &data);
+    bson_t p;
+    if (bson_init_static(&p, data, len)) RETURN_IF_ERROR(ParseConflictPolicy(&p, &info->options.conflict_policy));
   }
   if (info->id == 0 || info->ns.coll.empty()) {
     return Status(ErrorCode::kDataCorruptionDetected, "incomplete catalog entry");

@@ -12,6 +12,7 @@
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/doc_util.h"
+#include "engine/storage/field_versions.h"
 #include "engine/storage/record.h"
 #include "engine/storage/rocks_status.h"
 #include "engine/storage/write_events.h"
@@ -60,6 +61,16 @@ Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, i
   *out = Document::Adopt(stamped);
   return ValidateForStorage(out->bson());
 }
+
+}  // namespace
+
+Status AppendOnlyError(const Namespace& ns) {
+  return Status(ErrorCode::kAppendOnlyCollection,
+                "collection " + ns.full() +
+                    " is append-only (conflictPolicy appendOnly): updates, replacements and deletes are refused");
+}
+
+namespace {
 
 Status BasisWithMultiError() {
   return Status(ErrorCode::kBadValue,
@@ -135,10 +146,19 @@ Status DBImpl::CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra
 
 Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
                                 int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
-                                const WriteOptionsInternal& w, ErrorCode code, const std::string& why) {
+                                const WriteOptionsInternal& w, ErrorCode code, const std::string& why,
+                                const bson_t* field_versions, const RefusalDetail* detail) {
   std::vector<std::string> conflicting;
   bool complete = false;
-  if (gate.basis_version && !doc_key.empty() && current_version > *gate.basis_version) {
+  if (detail != nullptr && detail->fields) {
+    conflicting = *detail->fields;
+    complete = true;
+  } else if (gate.basis_version && field_versions != nullptr && current_version > *gate.basis_version) {
+    // The field-version table says what changed after the basis, exactly.
+    conflicting = ChangedSince(field_versions, *gate.basis_version);
+    complete = !(conflicting.size() == 1 && conflicting[0].empty());
+    if (!complete) conflicting.clear();
+  } else if (gate.basis_version && !doc_key.empty() && current_version > *gate.basis_version) {
     std::vector<Document> history;
     if (journal_->EventsForDocument(doc_key, *gate.basis_version, &history).ok()) {
       complete = true;
@@ -160,6 +180,12 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   info.reason = why;
   info.context = &w.context;
   info.now_ms = NowMs();
+  info.policy = detail ? detail->policy : ConflictModeName(coll.opts()->conflict_policy.mode);
+  if (detail && detail->by_source) {
+    info.by_source = true;
+    info.source = detail->source;
+    info.last_source = detail->last_source;
+  }
 
   // The conflict event: it changes no data, but it is part of the record.
   PendingEvent ev;
@@ -178,6 +204,43 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   }
   if (!s.ok()) return s;
   return Status(code, BuildConflictMessage(info), std::make_shared<const Document>(BuildConflictErrInfo(info)));
+}
+
+bool DBImpl::PolicyAllows(const CollectionOptions& opts, const RecordView& rec, const WriteGate& gate,
+                          const WriteOptionsInternal& w, const std::vector<std::string>& written,
+                          RefusalDetail* detail) {
+  const ConflictPolicy& policy = opts.conflict_policy;
+  detail->policy = ConflictModeName(policy.mode);
+  // A basis newer than the document is never stale, it is wrong.
+  if (!gate.basis_version || rec.version < *gate.basis_version) return false;
+  switch (policy.mode) {
+    case ConflictMode::kFieldMerge: {
+      const bson_t* table = rec.has_field_versions ? &rec.field_versions : nullptr;
+      std::vector<std::string> overlapping = ChangedSinceOverlapping(table, *gate.basis_version, written);
+      if (table == nullptr && rec.version > *gate.basis_version) overlapping.assign(1, "");  // history unknown
+      detail->fields = overlapping;
+      return overlapping.empty();
+    }
+    case ConflictMode::kSourcePriority: {
+      std::string last;
+      bson_iter_t it;
+      if (rec.has_writer && bson_iter_init_find(&it, &rec.writer, "source") && BSON_ITER_HOLDS_UTF8(&it)) {
+        last = bson_iter_utf8(&it, nullptr);
+      }
+      auto rank = [&](const std::string& s) {
+        for (size_t i = 0; i < policy.source_priority.size(); ++i) {
+          if (policy.source_priority[i] == s) return i;
+        }
+        return policy.source_priority.size();  // unknown sources rank last
+      };
+      detail->by_source = true;
+      detail->source = w.context.source;
+      detail->last_source = last;
+      return rank(w.context.source) < rank(last);
+    }
+    default:
+      return false;
+  }
 }
 
 Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,
@@ -306,14 +369,6 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
     query::MatchDetails details;
     if (!matcher.Matches(&rec.doc, &details)) return Status::OK();
-    if (gate.basis_version && rec.version != *gate.basis_version) {
-      // The check and the refusal happen under the document's lock.
-      out->matched = true;
-      return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
-                              ErrorCode::kVersionConflict,
-                              "the document is at version " + std::to_string(rec.version) +
-                                  " but the write was based on version " + std::to_string(*gate.basis_version));
-    }
     out->matched = true;
     update::ApplyContext ctx;
     ctx.positional_index = details.elem_match_index;
@@ -323,7 +378,47 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     s = driver.Apply(&rec.doc, ctx, &applied);
     if (!s.ok()) {
       bson_destroy(&applied);
+      if (gate.basis_version && rec.version != *gate.basis_version) {
+        // A stale write is told so first: the agent rereads and decides again.
+        RefusalDetail detail;
+        if (!PolicyAllows(*opts, rec, gate, w, std::vector<std::string>(1, ""), &detail)) {
+          return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
+                                  ErrorCode::kVersionConflict,
+                                  "the document is at version " + std::to_string(rec.version) +
+                                      " but the write was based on version " + std::to_string(*gate.basis_version),
+                                  rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+        }
+      }
       return s;
+    }
+    bool merged = false;
+    if (gate.basis_version && rec.version != *gate.basis_version) {
+      // The check and the decision happen under the document's lock.
+      std::vector<std::string> written;
+      if (driver.is_replacement()) {
+        written.assign(1, "");  // a replacement writes every path
+      } else {
+        DiffPaths(&rec.doc, &applied, vf, &written);
+        if (opts->conflict_policy.merge_increments) {
+          // Commutative increments merge: both apply.
+          std::vector<std::string> incs = driver.IncrementPaths();
+          written.erase(std::remove_if(written.begin(), written.end(),
+                                       [&](const std::string& p) {
+                                         return std::find(incs.begin(), incs.end(), p) != incs.end();
+                                       }),
+                        written.end());
+        }
+      }
+      RefusalDetail detail;
+      if (!PolicyAllows(*opts, rec, gate, w, written, &detail)) {
+        bson_destroy(&applied);
+        return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
+                                ErrorCode::kVersionConflict,
+                                "the document is at version " + std::to_string(rec.version) +
+                                    " but the write was based on version " + std::to_string(*gate.basis_version),
+                                rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+      }
+      merged = true;
     }
     bool changed = driver.bumps_version() ||
                    !BinaryEqual(DocumentView(&rec.doc), DocumentView(&applied));
@@ -341,14 +436,23 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     std::vector<std::string> paths;
     DiffPaths(&rec.doc, next.bson(), vf, &paths);
     Document writer = BuildWriterBlock(w.context, now);
+    bson_t table = BSON_INITIALIZER;
+    UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr, paths, rec.version + 1, &table);
     std::string record;
-    EncodeRecord(rec.version + 1, writer.bson(), next.bson(), &record);
+    EncodeRecord(rec.version + 1, writer.bson(), next.bson(), &record, &table);
+    bson_destroy(&table);
     RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
     bson_value_t id;
     GetId(next.bson(), &id);
     std::vector<PendingEvent> events(1);
     events[0].event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id,
                                       rec.version, rec.version + 1, w.context, paths, gate, now);
+    if (merged) {
+      bson_t* with = bson_copy(events[0].event.bson());
+      BSON_APPEND_BOOL(with, "merged", true);
+      BSON_APPEND_UTF8(with, "policy", ConflictModeName(opts->conflict_policy.mode));
+      events[0].event = Document::Adopt(with);
+    }
     events[0].doc_key = key;
     events[0].version_after = rec.version + 1;
     s = FinishWrite(w, txn, &events);
@@ -450,11 +554,17 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       RETURN_IF_ERROR(DecodeRecord(value, &rec));
       if (!matcher.Matches(&rec.doc)) return Status::OK();
       if (gate.basis_version && rec.version != *gate.basis_version) {
-        out->matched = true;
-        return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate,
-                                w, ErrorCode::kVersionConflict,
-                                "the document is at version " + std::to_string(rec.version) +
-                                    " but the delete was based on version " + std::to_string(*gate.basis_version));
+        RefusalDetail detail;
+        std::shared_ptr<const CollectionOptions> opts = coll.opts();
+        // A delete writes every path.
+        if (!PolicyAllows(*opts, rec, gate, w, std::vector<std::string>(1, ""), &detail)) {
+          out->matched = true;
+          return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate,
+                                  w, ErrorCode::kVersionConflict,
+                                  "the document is at version " + std::to_string(rec.version) +
+                                      " but the delete was based on version " + std::to_string(*gate.basis_version),
+                                  rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+        }
       }
       if (out->want_before) out->before = Document::Copy(&rec.doc);
       s = FromRocks(txn->Delete(docs_cf_, key));
@@ -550,6 +660,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
   WriteGate gate;
   gate.basis_version = stmt.basis_version;
   gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);
+  if (opts->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(coll.info.ns);
   if (stmt.basis_version && stmt.multi) return BasisWithMultiError();
   if (stmt.basis_version && stmt.upsert) {
     return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
@@ -643,6 +754,7 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
                                                  std::to_string(stmt.limit));
   }
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  if (opts->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(coll.info.ns);
   WriteGate gate;
   gate.basis_version = stmt.basis_version;
   gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);

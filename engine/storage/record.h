@@ -2,10 +2,14 @@
 //
 // The value stored under a document key in the `docs` column family:
 //
-//   byte 0        format (kRecordFormatV1 = 0x01)                 DO NOT CHANGE
+//   byte 0        format (kRecordFormatV2 = 0x02; 0x01 has no field
+//                 versions)                                          DO NOT CHANGE
 //   bytes 1..8    version, int64, big-endian
 //   bytes 9..12   uint32 big-endian length W of the last-writer block
 //   W bytes       last writer: BSON {agentId, taskId, source, at} (W = 0: unknown)
+//   4 bytes       (V2) uint32 big-endian length F of the field versions
+//   F bytes       (V2) field versions: BSON {"<dotted path>": int64 version}
+//                 (F = 0: none; every field is as old as the insert)
 //   the rest      the document's BSON (which also holds the version field,
 //                 so that filters and readers see it)
 //
@@ -25,16 +29,20 @@
 namespace gatedb {
 
 constexpr uint8_t kRecordFormatV1 = 0x01;
+constexpr uint8_t kRecordFormatV2 = 0x02;
 constexpr size_t kRecordHeaderSize = 13;
 
-// `writer` may be null (unknown).
-void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std::string* out);
+// `writer` and `field_versions` may be null.
+void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std::string* out,
+                  const bson_t* field_versions = nullptr);
 
 // A decoded record that borrows the bytes it was decoded from.
 struct RecordView {
   int64_t version = 0;
   bool has_writer = false;
   bson_t writer;  // static view; valid when has_writer; never destroy
+  bool has_field_versions = false;
+  bson_t field_versions;  // static view; valid when has_field_versions
   bson_t doc;     // static view over the record's bytes; never destroy
 };
 

@@ -30,9 +30,28 @@ struct Namespace {
 // Errors: InvalidNamespace.
 Status ValidateNamespace(const Namespace& ns);
 
+// PROTOCOL.md's conflict policies: what a write with a stale basisVersion
+// gets.
+enum class ConflictMode { kReject, kFieldMerge, kSourcePriority, kAppendOnly };
+const char* ConflictModeName(ConflictMode mode);
+
+struct ConflictPolicy {
+  ConflictMode mode = ConflictMode::kReject;
+  // kSourcePriority: sources listed first outrank later ones; unknown rank last.
+  std::vector<std::string> source_priority;
+  // kFieldMerge: concurrent $inc of one field both apply.
+  bool merge_increments = false;
+};
+
+// Parses {mode, sourcePriority, mergeIncrements}.  Errors: InvalidOptions,
+// TypeMismatch, Location40415 (unknown field).
+Status ParseConflictPolicy(const bson_t* spec, ConflictPolicy* out);
+void AppendConflictPolicy(const ConflictPolicy& policy, bson_t* out, const char* key);
+
 struct CollectionOptions {
   // The store-owned version field.  Default: "version".
   std::string version_field = "version";
+  ConflictPolicy conflict_policy;
   // Gated writes whose basis was read longer ago are StaleBasis.
   std::optional<int64_t> max_basis_age_ms;
 };

@@ -148,7 +148,23 @@ Document BuildConflictErrInfo(const ConflictInfo& info) {
   }
   BSON_APPEND_UTF8(b, "reason", info.reason.c_str());
   BSON_APPEND_UTF8(b, "suggestedAction", SuggestedAction(info.code));
-  BSON_APPEND_UTF8(b, "policy", "reject");
+  BSON_APPEND_UTF8(b, "policy", info.policy);
+  if (info.current && !info.conflicting_fields.empty()) {
+    // The conflicting paths' current values, so the agent can decide.
+    bson_t vals;
+    BSON_APPEND_DOCUMENT_BEGIN(b, "conflictingValues", &vals);
+    for (const std::string& path : info.conflicting_fields) {
+      bson_iter_t it, f;
+      if (!path.empty() && bson_iter_init(&it, info.current) && bson_iter_find_descendant(&it, path.c_str(), &f)) {
+        bson_append_value(&vals, path.c_str(), static_cast<int>(path.size()), bson_iter_value(&f));
+      }
+    }
+    bson_append_document_end(b, &vals);
+  }
+  if (info.by_source) {
+    BSON_APPEND_UTF8(b, "source", info.source.c_str());
+    BSON_APPEND_UTF8(b, "lastWriterSource", info.last_source.c_str());
+  }
   return Document::Adopt(b);
 }
 
@@ -169,7 +185,7 @@ Document BuildConflictEvent(const ConflictInfo& info) {
   AppendStringArray(b, "conflictingFields", info.conflicting_fields);
   BSON_APPEND_UTF8(b, "code", ErrorCodeName(info.code));
   BSON_APPEND_UTF8(b, "reason", info.reason.c_str());
-  BSON_APPEND_UTF8(b, "policy", "reject");
+  BSON_APPEND_UTF8(b, "policy", info.policy);
   BSON_APPEND_DATE_TIME(b, "at", info.now_ms);
   BSON_APPEND_BOOL(b, "gated", true);
   return Document::Adopt(b);
@@ -180,6 +196,9 @@ std::string BuildConflictMessage(const ConflictInfo& info) {
   std::string msg = what + " on " + info.ns;
   if (info.id) msg += " _id: " + info.id->ToJson();
   msg += ": " + info.reason;
+  if (info.by_source) {
+    msg += "; source '" + info.source + "' does not outrank the last writer's source '" + info.last_source + "'";
+  }
   if (!info.conflicting_fields.empty()) {
     msg += "; changed since the basis:";
     for (size_t i = 0; i < info.conflicting_fields.size(); ++i) {

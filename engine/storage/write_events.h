@@ -57,6 +57,10 @@ struct ConflictInfo {
   std::string reason;
   const WriteContext* context = nullptr;
   int64_t now_ms = 0;
+  const char* policy = "reject";
+  bool by_source = false;  // sourcePriority: name both sources
+  std::string source;
+  std::string last_source;
 };
 
 // errInfo: {basisVersion, currentVersion, current, conflictingFields,

@@ -638,5 +638,13 @@ Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, 
   return st.AppendChildren(root, out, 1);
 }
 
+std::vector<std::string> UpdateDriver::IncrementPaths() const {
+  std::vector<std::string> out;
+  for (const auto& op : ops_) {
+    if (op->type == internal::OpType::kInc) out.push_back(op->path);
+  }
+  return out;
+}
+
 }  // namespace update
 }  // namespace gatedb

@@ -108,6 +108,10 @@ class UpdateDriver {
   // store raises the version itself.
   bool bumps_version() const { return bumps_version_; }
 
+  // The paths this update only increments ($inc), for field merge with
+  // mergeIncrements (commutative increments merge).
+  std::vector<std::string> IncrementPaths() const;
+
   // True when some operator path uses the positional `$`.
   bool has_positional() const { return has_positional_; }
 

@@ -1,0 +1,37 @@
+// File: engine/storage/field_versions.h
+//
+// The field-version table kept beside each document (engine/storage/
+// record.h): for each written dotted path, the document version at which it
+// last changed.  Writing a path supersedes the entries of its children;
+// arrays are one unit (DiffPaths reports an array's path); the root path ""
+// stands for "everything" when the table would grow past kMaxEntries, so it
+// stays small and stays conservative.
+#ifndef GATEDB_ENGINE_STORAGE_FIELD_VERSIONS_H_
+#define GATEDB_ENGINE_STORAGE_FIELD_VERSIONS_H_
+
+#include <bson/bson.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gatedb {
+
+constexpr size_t kMaxFieldVersionEntries = 256;
+
+// Writes to `out` (initialized, empty) the table after a write at `version`
+// that changed `changed`.  `old_table` may be null (no entries).
+void UpdateFieldVersions(const bson_t* old_table, const std::vector<std::string>& changed, int64_t version,
+                         bson_t* out);
+
+// The table's paths changed after `basis` that are, or are a parent or
+// child of, one of `written`.  `old_table` may be null.
+std::vector<std::string> ChangedSinceOverlapping(const bson_t* table, int64_t basis,
+                                                 const std::vector<std::string>& written);
+
+// Every path of the table changed after `basis`.
+std::vector<std::string> ChangedSince(const bson_t* table, int64_t basis);
+
+}  // namespace gatedb
+
+#endif  // GATEDB_ENGINE_STORAGE_FIELD_VERSIONS_H_

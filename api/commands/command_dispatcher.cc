@@ -47,6 +47,9 @@ const CommandEntry kCommands[] = {
     {"journal", commands::JournalCommand},
     {"conflictStats", commands::ConflictStatsCommand},
     {"idempotencyStatus", commands::IdempotencyStatusCommand},
+    {"acquireLease", commands::AcquireLeaseCommand},
+    {"renewLease", commands::RenewLeaseCommand},
+    {"releaseLease", commands::ReleaseLeaseCommand},
     {"commitTransaction", commands::PingCommand},  // handled before dispatch
     {"abortTransaction", commands::PingCommand},   // handled before dispatch
 };

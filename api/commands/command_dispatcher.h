@@ -70,6 +70,9 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply);
 Status JournalCommand(CommandContext& ctx, bson_t* reply);
 Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply);
 Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply);
+Status AcquireLeaseCommand(CommandContext& ctx, bson_t* reply);
+Status RenewLeaseCommand(CommandContext& ctx, bson_t* reply);
+Status ReleaseLeaseCommand(CommandContext& ctx, bson_t* reply);
 
 }  // namespace commands
 

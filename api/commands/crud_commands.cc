@@ -212,6 +212,7 @@ Status FindCommand(CommandContext& ctx, bson_t* reply) {
     if (key == "hint" || key == "let" || key == "min" || key == "max") return Status::OK();
     if (key == "collation") return CheckCollation(it, c);
     if (key == "lockDocuments") return ReadBool(it, c, &req.lock_documents);
+    if (key == "fieldVersions") return ReadBool(it, c, &req.field_versions);
     return UnknownField(ctx.command_name, key);
   }));
   if (req.lock_documents && ctx.scope == nullptr) {
@@ -222,6 +223,8 @@ Status FindCommand(CommandContext& ctx, bson_t* reply) {
   bson_t cursor;
   BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
   AppendDocsArray("firstBatch", result.docs, &cursor);
+  // gatedb: each document's field versions, parallel to firstBatch.
+  if (req.field_versions) AppendDocsArray("fieldVersions", result.field_versions, &cursor);
   BSON_APPEND_INT64(&cursor, "id", 0);
   BSON_APPEND_UTF8(&cursor, "ns", req.ns.full().c_str());
   bson_append_document_end(reply, &cursor);

@@ -1,5 +1,6 @@
 // gatedb's extension commands of the write protocol: journal and
 // conflictStats (PROTOCOL.md, "Extension commands").
+#include <optional>
 #include <string>
 
 #include "api/commands/command_dispatcher.h"
@@ -125,6 +126,52 @@ Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply) {
   bson_append_array_end(reply, &arr);
   return Status::OK();
 }
+
+namespace {
+
+// acquireLease / renewLease / releaseLease:
+//   {<cmd>: <collection>, _id: <value>, ttlMs: <n>, writeContext: {agentId}}
+Status LeaseCommandImpl(CommandContext& ctx, bson_t* reply, int op) {
+  bson_iter_t it;
+  bson_iter_init(&it, ctx.cmd);
+  bson_iter_next(&it);
+  if (!BSON_ITER_HOLDS_UTF8(&it)) return TypeError(ctx.command_name, bson_iter_type(&it), "string");
+  Namespace ns{ctx.db_name, bson_iter_utf8(&it, nullptr)};
+  std::optional<Value> id;
+  int64_t ttl = 15000;  // the write-protocol article suggests 10 to 30 s
+  WriteContext wc;
+  while (bson_iter_next(&it)) {
+    std::string key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    if (key == "_id") {
+      id = Value(*bson_iter_value(&it));
+    } else if (key == "ttlMs" && op != 2) {
+      RETURN_IF_ERROR(ReadInt64(&it, ctx.command_name + ".ttlMs", &ttl));
+    } else if (key == "writeContext") {
+      RETURN_IF_ERROR(ReadWriteContext(&it, &wc));
+    } else {
+      return UnknownField(ctx.command_name, key);
+    }
+  }
+  if (!id) return MissingField(ctx.command_name, "_id");
+  StatusOr<LeaseInfo> r = op == 0   ? ctx.db->AcquireLease(ns, id->get(), ttl, wc.agent_id)
+                          : op == 1 ? ctx.db->RenewLease(ns, id->get(), ttl, wc.agent_id)
+                                    : ctx.db->ReleaseLease(ns, id->get(), wc.agent_id);
+  RETURN_IF_ERROR(r.status());
+  if (op == 2) {
+    BSON_APPEND_BOOL(reply, "released", r->released);
+    return Status::OK();
+  }
+  BSON_APPEND_UTF8(reply, "holder", r->holder.c_str());
+  BSON_APPEND_DATE_TIME(reply, "expiresAt", r->expires_at_ms);
+  return Status::OK();
+}
+
+}  // namespace
+
+Status AcquireLeaseCommand(CommandContext& ctx, bson_t* reply) { return LeaseCommandImpl(ctx, reply, 0); }
+Status RenewLeaseCommand(CommandContext& ctx, bson_t* reply) { return LeaseCommandImpl(ctx, reply, 1); }
+Status ReleaseLeaseCommand(CommandContext& ctx, bson_t* reply) { return LeaseCommandImpl(ctx, reply, 2); }
 
 }  // namespace commands
 }  // namespace gatedb

@@ -493,4 +493,39 @@ StatusOr<GatedWriteResult> Collection::WriteWithVersionGate(DocumentView filter,
   return last;
 }
 
+namespace {
+Lease ToLease(const LeaseInfo& l) { return Lease{l.holder, l.expires_at_ms, l.released}; }
+}  // namespace
+
+StatusOr<Lease> Collection::AcquireLease(const Value& id, int64_t ttl_ms, const std::string& holder) {
+  ASSIGN_OR_RETURN(LeaseInfo l, db_->impl()->AcquireLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
+  return ToLease(l);
+}
+
+StatusOr<Lease> Collection::RenewLease(const Value& id, int64_t ttl_ms, const std::string& holder) {
+  ASSIGN_OR_RETURN(LeaseInfo l, db_->impl()->RenewLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
+  return ToLease(l);
+}
+
+StatusOr<Lease> Collection::ReleaseLease(const Value& id, const std::string& holder) {
+  ASSIGN_OR_RETURN(LeaseInfo l, db_->impl()->ReleaseLease(Namespace{db_name_, name_}, id.get(), holder));
+  return ToLease(l);
+}
+
+StatusOr<std::vector<FieldVersions>> Collection::GetFieldVersions(DocumentView filter) {
+  FindRequest req;
+  req.ns = Namespace{db_name_, name_};
+  req.filter = CopyOrEmpty(filter);
+  req.field_versions = true;
+  ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
+  std::vector<FieldVersions> out;
+  for (size_t i = 0; i < r.docs.size(); ++i) {
+    bson_iter_t it;
+    Value id;
+    if (bson_iter_init_find(&it, r.docs[i].bson(), "_id")) id = Value(*bson_iter_value(&it));
+    out.push_back(FieldVersions{std::move(id), i < r.field_versions.size() ? r.field_versions[i] : Document()});
+  }
+  return out;
+}
+
 }  // namespace gatedb

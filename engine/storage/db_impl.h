@@ -104,6 +104,19 @@ class DBImpl {
   Status CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra_cf = nullptr,
                      const std::string& extra_key = std::string(), const std::string& extra_value = std::string());
 
+  // Leases (PROTOCOL.md): while a document's lease is held, writes to it
+  // from anyone but the holder are refused with LeaseHeld.  An expired
+  // lease simply no longer counts.
+  // Errors: LeaseHeld (errInfo: holder, expiresAt), BadValue, InvalidIdField.
+  StatusOr<LeaseInfo> AcquireLease(const Namespace& ns, const bson_value_t& id, int64_t ttl_ms,
+                                   const std::string& holder);
+  // Errors: LeaseHeld (someone else holds it), NoSuchKey (no live lease of yours).
+  StatusOr<LeaseInfo> RenewLease(const Namespace& ns, const bson_value_t& id, int64_t ttl_ms,
+                                 const std::string& holder);
+  // Errors: LeaseHeld (someone else holds it).  Releasing no lease is OK
+  // with released = false.
+  StatusOr<LeaseInfo> ReleaseLease(const Namespace& ns, const bson_value_t& id, const std::string& holder);
+
   const Options& options() const { return options_; }
   wal::Journal* journal() { return journal_.get(); }
   IdempotencyLog* idempotency() { return idempotency_.get(); }
@@ -194,6 +207,17 @@ class DBImpl {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::unique_ptr<wal::Journal> journal_;
   std::unique_ptr<IdempotencyLog> idempotency_;
+  rocksdb::ColumnFamilyHandle* leases_cf_ = nullptr;
+  // Lease records present (live or expired): writes skip the lease check
+  // while there are none.
+  std::atomic<int64_t> lease_records_{0};
+
+  // LeaseHeld when another holder's live lease covers `doc_key`.
+  // REQUIRES: the document's key is locked by `txn`.
+  Status CheckLease(Txn& txn, const std::string& doc_key, const WriteContext& ctx);
+  enum class LeaseOp { kAcquire, kRenew, kRelease };
+  StatusOr<LeaseInfo> LeaseCommand(LeaseOp op, const Namespace& ns, const bson_value_t& id, int64_t ttl_ms,
+                                   const std::string& holder);
 
   // Held from journal sequence allocation through commit.
   std::mutex commit_mu_;

@@ -145,6 +145,7 @@ Status DBImpl::OpenRocks() {
     cfs.push_back({name, rocksdb::ColumnFamilyOptions(opts)});
   }
   cfs.push_back({IdempotencyLog::kColumnFamily, rocksdb::ColumnFamilyOptions(opts)});
+  cfs.push_back({"leases", rocksdb::ColumnFamilyOptions(opts)});
   rocksdb::Status s = rocksdb::TransactionDB::Open(opts, txn_opts, path_, cfs, &handles_, &db_);
   if (!s.ok()) {
     db_ = nullptr;
@@ -162,6 +163,9 @@ Status DBImpl::OpenRocks() {
   idempotency_ = std::make_unique<IdempotencyLog>(db_, handles_[6], options_.idempotency_retention_sec * 1000,
                                                   [this] { return NowMs(); });
   idempotency_->StartBackgroundCollector(60 * 1000);
+  leases_cf_ = handles_[7];
+  std::unique_ptr<rocksdb::Iterator> lit(db_->NewIterator(rocksdb::ReadOptions(), leases_cf_));
+  for (lit->SeekToFirst(); lit->Valid(); lit->Next()) ++lease_records_;
   return Status::OK();
 }
 

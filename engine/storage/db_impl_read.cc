@@ -107,6 +107,11 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
     lock_status = FromRocks((*txn)->GetForUpdate(ro, docs_cf_, rocksdb::Slice(key.data(), key.size()), &ignored));
   };
 
+  auto emit_versions = [&](const RecordView& rec) {
+    if (req.field_versions) {
+      result.field_versions.push_back(rec.has_field_versions ? Document::Copy(&rec.field_versions) : Document());
+    }
+  };
   auto emit = [&](const bson_t* doc) {
     if (proj->is_identity()) {
       result.docs.push_back(Document::Copy(doc));
@@ -129,6 +134,7 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
           }
           lock(key);
           emit(&rec.doc);
+          emit_versions(rec);
           return req.limit == 0 || static_cast<int64_t>(result.docs.size()) < req.limit;
         },
         txn));
@@ -140,13 +146,15 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
     projection::SortKey key;
     Document doc;
     std::string doc_key;
+    Document versions;
   };
   std::vector<Row> rows;
   RETURN_IF_ERROR(ForEachCandidate(
       db_, docs_cf_, coll->info.id, req.filter.bson(),
       [&](std::string_view key, const RecordView& rec) {
         if (!matcher->Matches(&rec.doc)) return true;
-        Row row{projection::SortKey(), Document::Copy(&rec.doc), std::string(key)};
+        Row row{projection::SortKey(), Document::Copy(&rec.doc), std::string(key),
+                rec.has_field_versions && req.field_versions ? Document::Copy(&rec.field_versions) : Document()};
         sort->ExtractKey(row.doc.bson(), &row.key);
         rows.push_back(std::move(row));
         return true;
@@ -159,6 +167,7 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
   for (size_t i = begin; i < end; ++i) {
     lock(rows[i].doc_key);
     emit(rows[i].doc.bson());
+    if (req.field_versions) result.field_versions.push_back(std::move(rows[i].versions));
   }
   RETURN_IF_ERROR(lock_status);
   return result;

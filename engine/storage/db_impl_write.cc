@@ -311,6 +311,8 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
           s = DuplicateKeyError(info.ns, id);
         } else if (!rs.IsNotFound()) {
           s = FromRocks(rs);
+        } else if (!(s = CheckLease(txn, key, req.write.context)).ok()) {
+          // leased by someone else
         } else {
           EncodeRecord(0, writer.bson(), doc.bson(), &record);
           s = FromRocks(txn->Put(docs_cf_, key, record));
@@ -369,6 +371,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
     query::MatchDetails details;
     if (!matcher.Matches(&rec.doc, &details)) return Status::OK();
+    RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     out->matched = true;
     update::ApplyContext ctx;
     ctx.positional_index = details.elem_match_index;
@@ -516,6 +519,8 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
       return DuplicateKeyError(coll.info.ns, id);
     }
     s = rs.IsNotFound() ? Status::OK() : FromRocks(rs);
+    if (s.ok()) s = CheckLease(txn, key, w.context);
+    if (s.code() == ErrorCode::kLeaseHeld) return s;
     if (s.ok()) {
       std::string record;
       EncodeRecord(0, writer.bson(), doc.bson(), &record);
@@ -553,6 +558,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       RecordView rec;
       RETURN_IF_ERROR(DecodeRecord(value, &rec));
       if (!matcher.Matches(&rec.doc)) return Status::OK();
+      RETURN_IF_ERROR(CheckLease(txn, key, w.context));
       if (gate.basis_version && rec.version != *gate.basis_version) {
         RefusalDetail detail;
         std::shared_ptr<const CollectionOptions> opts = coll.opts();

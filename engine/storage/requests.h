@@ -155,9 +155,12 @@ struct FindRequest {
   // then holds it, so a concurrent change of it aborts one side: the cure
   // for write skew).
   bool lock_documents = false;
+  // Also return each document's field-version table (FindResult::field_versions).
+  bool field_versions = false;
 };
 struct FindResult {
   std::vector<Document> docs;
+  std::vector<Document> field_versions;  // parallel to docs, when asked for
 };
 
 struct FindAndModifyRequest {
@@ -192,6 +195,13 @@ struct DistinctRequest {
   std::string key;
   Document query;
   WriteScope* scope = nullptr;
+};
+
+// A document lease.
+struct LeaseInfo {
+  std::string holder;
+  int64_t expires_at_ms = 0;
+  bool released = false;  // releaseLease: whether a lease was removed
 };
 
 // A snapshot transaction's limits.

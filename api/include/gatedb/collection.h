@@ -111,6 +111,20 @@ struct UpdateResult {
   bool replayed = false;
 };
 
+struct Lease {
+  std::string holder;
+  int64_t expires_at_ms = 0;
+  bool released = false;  // ReleaseLease: a live lease was removed
+};
+
+// What a document's field versions say: for each written dotted path, the
+// document version at which it last changed (paths never written since
+// the insert are absent: they are as old as version 0).
+struct FieldVersions {
+  Value id;
+  Document versions;  // {"<path>": version}
+};
+
 struct DeleteResult {
   int64_t deleted_count = 0;
   bool replayed = false;
@@ -167,6 +181,20 @@ class Collection {
   // Distinct values of a dotted path among matching documents (array
   // elements count one by one), in BSON order.
   StatusOr<std::vector<Value>> Distinct(std::string_view key, DocumentView filter, Transaction* txn = nullptr);
+
+  // Leases (PROTOCOL.md): while `holder` holds a document's lease, writes
+  // to it from other agents (WriteContext::agent_id) are refused with
+  // LeaseHeld (errInfo: holder, expiresAt); the holder's writes pass (and
+  // still pass the version gate).  Expired leases no longer count.
+  // Errors: LeaseHeld (another holder), BadValue (no holder, bad ttl).
+  StatusOr<Lease> AcquireLease(const Value& id, int64_t ttl_ms, const std::string& holder);
+  // Errors: LeaseHeld, NoSuchKey (no live lease of the holder).
+  StatusOr<Lease> RenewLease(const Value& id, int64_t ttl_ms, const std::string& holder);
+  StatusOr<Lease> ReleaseLease(const Value& id, const std::string& holder);
+
+  // The field versions of the matching documents (the `fieldVersions`
+  // find option).
+  StatusOr<std::vector<FieldVersions>> GetFieldVersions(DocumentView filter);
 
   // The seeds' writeWithVersionGate, done properly: reads the one document
   // `filter` selects (with its version), calls `fn` with it to get the

@@ -122,7 +122,7 @@ Status ReadSessionFields(const bson_t* cmd, SessionFields* out) {
   if (bson_iter_init_find(&it, cmd, "txnNumber")) {
     int64_t n = 0;
     RETURN_IF_ERROR(commands::ReadInt64(&it, "txnNumber", &n));
-    if (n < 0) return Status(ErrorCode::kBadValue, "txnNumber must be >= 0");
+    if (n < 0) return Status(ErrorCode::kInvalidOptions, "txnNumber must be >= 0");
     out->txn_number = n;
   }
   if (bson_iter_init_find(&it, cmd, "autocommit")) {
@@ -168,6 +168,9 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
     SessionFields session;
     Status ss = ReadSessionFields(cmd, &session);
     if (!ss.ok()) return ErrorReply(ss);
+    if (session.txn_number && !session.has_lsid) {
+      return ErrorReply(Status(ErrorCode::kInvalidOptions, "txnNumber may only be provided for operations inside a session (lsid)"));
+    }
     if (ctx.command_name == "commitTransaction" || ctx.command_name == "abortTransaction") {
       if (!session.has_lsid || !session.txn_number) {
         return ErrorReply(Status(ErrorCode::kInvalidOptions, ctx.command_name + " needs lsid and txnNumber"));

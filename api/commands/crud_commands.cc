@@ -169,6 +169,8 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  // In a transaction the first failing statement ends it, ordered or not.
+  if (ctx.scope != nullptr && !ctx.keyed) req.ordered = true;
   ASSIGN_OR_RETURN(InsertResult result, ctx.db->Insert(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
   if (ctx.keyed) {
@@ -315,6 +317,8 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  // In a transaction the first failing statement ends it, ordered or not.
+  if (ctx.scope != nullptr && !ctx.keyed) req.ordered = true;
   ASSIGN_OR_RETURN(UpdateWriteResult result, ctx.db->Update(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
   BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(result.n_modified));
@@ -395,6 +399,8 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  // In a transaction the first failing statement ends it, ordered or not.
+  if (ctx.scope != nullptr && !ctx.keyed) req.ordered = true;
   ASSIGN_OR_RETURN(DeleteWriteResult result, ctx.db->Delete(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
   AppendWriteErrors(result.write_errors, reply);

@@ -58,7 +58,11 @@ TxnUse::TxnUse(Transaction::Impl* t, int64_t now_ms) : t_(t), lock_(t->mu) {
     AbortLocked(t_, Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
                            "the transaction exceeded its lifetime limit of " + std::to_string(t_->lifetime_ms) + " ms"));
   }
-  if (t_->state != Transaction::Impl::State::kActive) status_ = NoSuchTransaction(*t_);
+  if (t_->state == Transaction::Impl::State::kCommitted) {
+    status_ = Status(ErrorCode::kTransactionCommitted, "transaction " + t_->id + " has been committed");
+  } else if (t_->state != Transaction::Impl::State::kActive) {
+    status_ = NoSuchTransaction(*t_);
+  }
 }
 
 void TxnUse::AbortOnError(const Status& s) {
@@ -140,7 +144,11 @@ std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& o
 
 Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
   std::unique_lock<std::mutex> lock(t->mu);
-  if (t->state == Transaction::Impl::State::kCommitted) return Status::OK();  // a retried commit
+  if (t->state == Transaction::Impl::State::kCommitted) {
+    // A retried commit; under an idempotency key it is a replay.
+    if (context != nullptr && !context->task_id.empty() && context->write_seq) t->replayed = true;
+    return Status::OK();
+  }
   if (t->state == Transaction::Impl::State::kActive && db_->NowMs() - t->started_ms > t->lifetime_ms) {
     AbortLocked(t, Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
                           "the transaction exceeded its lifetime limit of " + std::to_string(t->lifetime_ms) + " ms"));
@@ -241,6 +249,11 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::s
 StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForEnd(const std::string& lsid, int64_t txn_number) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = sessions_.find(lsid);
+  if (it != sessions_.end() && txn_number < it->second.txn_number) {
+    return Status(ErrorCode::kTransactionTooOld, "txnNumber " + std::to_string(txn_number) +
+                                                     " is less than last txnNumber " +
+                                                     std::to_string(it->second.txn_number) + " seen in this session");
+  }
   if (it == sessions_.end() || it->second.txn_number != txn_number || !it->second.txn) {
     return Status(ErrorCode::kNoSuchTransaction, "given transaction number " + std::to_string(txn_number) +
                                                      " does not match any in-progress transactions");

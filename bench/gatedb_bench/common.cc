@@ -1,16 +1,20 @@
 #include "common.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace gatedb_bench {
@@ -125,8 +129,7 @@ TempDir::~TempDir() {
 namespace {
 
 std::mutex g_fixture_mu;
-std::string g_fixture_key;
-std::shared_ptr<Fixture> g_fixture;
+std::map<std::string, std::shared_ptr<Fixture>> g_fixtures;
 
 // Resets VmHWM to the current RSS (Linux >= 4.0: "5" to clear_refs).
 void ResetPeakRss() {
@@ -134,13 +137,34 @@ void ResetPeakRss() {
   if (f) f << "5";
 }
 
-double PeakRssMb() {
+// A field of /proc/self/status in MB ("VmRSS:", "VmHWM:").
+double StatusMb(const char* field) {
   std::ifstream f("/proc/self/status");
   std::string line;
+  size_t n = std::strlen(field);
   while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // kB
+    if (line.compare(0, n, field) == 0) return std::strtod(line.c_str() + n, nullptr) / 1024.0;  // kB
   }
   return 0;
+}
+
+double ProcessCpuSeconds() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// After a load, RocksDB flushes and compacts in the background for a
+// while.  Waits (at most 60 s) until the process uses less than 5% of a
+// core over 200 ms, so that no case is timed against the previous load's
+// compactions.
+void WaitForQuiescence() {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    double before = ProcessCpuSeconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (ProcessCpuSeconds() - before < 0.010) return;
+  }
 }
 
 }  // namespace
@@ -148,22 +172,22 @@ double PeakRssMb() {
 std::shared_ptr<Fixture> AcquireFixtureBase(const std::string& key,
                                             const std::function<std::unique_ptr<Fixture>()>& make) {
   std::lock_guard<std::mutex> l(g_fixture_mu);
-  if (g_fixture && g_fixture_key == key) return g_fixture;
-  g_fixture.reset();  // the previous benchmark's database and directory
-  g_fixture_key.clear();
+  auto it = g_fixtures.find(key);
+  if (it != g_fixtures.end()) return it->second;
   malloc_trim(0);
+  double rss_before = StatusMb("VmRSS:");
   ResetPeakRss();
   std::unique_ptr<Fixture> f = make();
-  f->peak_rss_mb = PeakRssMb();
-  g_fixture = std::shared_ptr<Fixture>(std::move(f));
-  g_fixture_key = key;
-  return g_fixture;
+  f->peak_rss_mb = StatusMb("VmHWM:") - rss_before;
+  WaitForQuiescence();
+  std::shared_ptr<Fixture> shared(std::move(f));
+  g_fixtures.emplace(key, shared);
+  return shared;
 }
 
 void ReleaseFixtures() {
   std::lock_guard<std::mutex> l(g_fixture_mu);
-  g_fixture.reset();
-  g_fixture_key.clear();
+  g_fixtures.clear();
 }
 
 std::string InstanceKey(const std::string& base, const benchmark::State& state) {

@@ -4,9 +4,10 @@
 // Every benchmark gets a fresh database in a fresh temporary directory,
 // loaded once (outside timing) with NumDocs() documents of about 1 KB.
 // Google Benchmark calls a benchmark function several times (to find the
-// iteration count, then once per repetition); AcquireFixture() keeps the
-// loaded fixture for as long as the same benchmark runs and replaces it
-// when another one starts, so each benchmark loads exactly once.
+// iteration count, then once per repetition, and with
+// --benchmark_enable_random_interleaving the repetitions of all cases are
+// shuffled together); AcquireFixture() keeps every loaded fixture until the
+// run ends, so each benchmark loads exactly once whatever the order.
 #ifndef GATEDB_BENCH_COMMON_H_
 #define GATEDB_BENCH_COMMON_H_
 
@@ -55,16 +56,18 @@ class TempDir {
   std::string path_;
 };
 
-// A loaded database of some kind.  peak_rss_mb is the process's peak RSS
-// (VmHWM, reset just before loading) once the documents are loaded.
+// A loaded database of some kind.  peak_rss_mb: how far loading it raised
+// the process's peak RSS (VmHWM, reset just before the load) above its RSS
+// before the load: the memory the open database with its documents needs.
 struct Fixture {
   virtual ~Fixture() = default;
   double peak_rss_mb = 0;
 };
 
 // The fixture for benchmark `key` (its full name: one per registered
-// benchmark, threads included): made by `make` the first time, then shared
-// by every thread and every call of that benchmark.  Thread-safe; the first
+// benchmark, threads included): made by `make` the first time (then the
+// background work of the load is left to settle), and shared by every
+// thread and every later call of that benchmark.  Thread-safe; the first
 // caller loads while the others wait.
 std::shared_ptr<Fixture> AcquireFixtureBase(const std::string& key, const std::function<std::unique_ptr<Fixture>()>& make);
 
@@ -73,7 +76,7 @@ std::shared_ptr<F> AcquireFixture(const std::string& key, const std::function<st
   return std::static_pointer_cast<F>(AcquireFixtureBase(key, [&]() -> std::unique_ptr<Fixture> { return make(); }));
 }
 
-// Drops the cached fixture (its directory is removed).
+// Drops every fixture (their directories are removed).
 void ReleaseFixtures();
 
 // Name of a benchmark instance for fixture keys: "<base>/threads:<n>".

@@ -45,6 +45,9 @@ Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle*
   if (txn) ro.snapshot = (*txn)->GetSnapshot();
   std::unique_ptr<rocksdb::Iterator> it(txn ? (*txn)->GetIterator(ro, cf) : db->NewIterator(ro, cf));
   for (it->Seek(prefix); it->Valid(); it->Next()) {
+    // A transaction's iterator does not bound its own pending writes by
+    // iterate_upper_bound: stop at the collection's end explicitly.
+    if (!it->key().starts_with(prefix)) break;
     RecordView rec;
     rocksdb::Slice v = it->value();
     RETURN_IF_ERROR(DecodeRecord(std::string_view(v.data(), v.size()), &rec));

@@ -440,7 +440,9 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     DiffPaths(&rec.doc, next.bson(), vf, &paths);
     Document writer = BuildWriterBlock(w.context, now);
     bson_t table = BSON_INITIALIZER;
-    UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr, paths, rec.version + 1, &table);
+    UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
+                        driver.is_replacement() ? paths : PathsToRecord(paths, driver.TargetPaths()), rec.version + 1,
+                        &table);
     std::string record;
     EncodeRecord(rec.version + 1, writer.bson(), next.bson(), &record, &table);
     bson_destroy(&table);

@@ -67,6 +67,20 @@ std::vector<std::string> ChangedSinceOverlapping(const bson_t* table, int64_t ba
   return out;
 }
 
+std::vector<std::string> PathsToRecord(const std::vector<std::string>& changed,
+                                       const std::vector<std::string>& targets) {
+  std::vector<std::string> out;
+  for (const std::string& c : changed) {
+    const std::string* best = nullptr;
+    for (const std::string& t : targets) {
+      if (!t.empty() && Covers(t, c) && (best == nullptr || t.size() < best->size())) best = &t;
+    }
+    const std::string& chosen = best ? *best : c;
+    if (std::find(out.begin(), out.end(), chosen) == out.end()) out.push_back(chosen);
+  }
+  return out;
+}
+
 std::vector<std::string> ChangedSince(const bson_t* table, int64_t basis) {
   std::vector<std::string> out;
   bson_iter_t it;

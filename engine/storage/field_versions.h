@@ -29,6 +29,12 @@ void UpdateFieldVersions(const bson_t* old_table, const std::vector<std::string>
 std::vector<std::string> ChangedSinceOverlapping(const bson_t* table, int64_t basis,
                                                  const std::vector<std::string>& written);
 
+// The paths to record for a write: each changed path, widened to the
+// shortest operator target path that covers it ($set of "a" records "a",
+// superseding "a.*", though the diff lists "a.x" and "a.y").
+std::vector<std::string> PathsToRecord(const std::vector<std::string>& changed,
+                                       const std::vector<std::string>& targets);
+
 // Every path of the table changed after `basis`.
 std::vector<std::string> ChangedSince(const bson_t* table, int64_t basis);
 

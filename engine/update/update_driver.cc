@@ -638,6 +638,28 @@ Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, 
   return st.AppendChildren(root, out, 1);
 }
 
+std::vector<std::string> UpdateDriver::TargetPaths() const {
+  std::vector<std::string> out;
+  auto cut = [](const std::string& path) {
+    std::string result;
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t dot = path.find('.', start);
+      std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (!part.empty() && part[0] == '$') break;
+      result += (result.empty() ? "" : ".") + part;
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    return result;
+  };
+  for (const auto& op : ops_) {
+    out.push_back(cut(op->path));
+    if (op->type == internal::OpType::kRename) out.push_back(cut(op->from_path));
+  }
+  return out;
+}
+
 std::vector<std::string> UpdateDriver::IncrementPaths() const {
   std::vector<std::string> out;
   for (const auto& op : ops_) {

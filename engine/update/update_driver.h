@@ -111,6 +111,9 @@ class UpdateDriver {
   // The paths this update only increments ($inc), for field merge with
   // mergeIncrements (commutative increments merge).
   std::vector<std::string> IncrementPaths() const;
+  // Every path an operator writes ($rename: both), cut at a positional
+  // component ("$", "$[]"): what the field-version table records.
+  std::vector<std::string> TargetPaths() const;
 
   // True when some operator path uses the positional `$`.
   bool has_positional() const { return has_positional_; }

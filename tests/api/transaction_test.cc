@@ -254,7 +254,7 @@ TEST_F(TransactionTest, LifecycleErrors) {
   EXPECT_THAT((*u)->Abort(), StatusIs(ErrorCode::kTransactionCommitted));
   FindOptions fo;
   fo.txn = u->get();
-  EXPECT_THAT(c.Find(Json("{}").view(), fo), StatusIs(ErrorCode::kNoSuchTransaction));
+  EXPECT_THAT(c.Find(Json("{}").view(), fo), StatusIs(ErrorCode::kTransactionCommitted));
   FindOptions lock_without_txn;
   lock_without_txn.lock_documents = true;
   EXPECT_THAT(c.Find(Json("{}").view(), lock_without_txn), StatusIs(ErrorCode::kBadValue));

@@ -217,7 +217,9 @@ bool DBImpl::PolicyAllows(const CollectionOptions& opts, const RecordView& rec, 
     case ConflictMode::kFieldMerge: {
       const bson_t* table = rec.has_field_versions ? &rec.field_versions : nullptr;
       std::vector<std::string> overlapping = ChangedSinceOverlapping(table, *gate.basis_version, written);
-      if (table == nullptr && rec.version > *gate.basis_version) overlapping.assign(1, "");  // history unknown
+      if (!rec.tracks_field_versions && rec.version > *gate.basis_version) {
+        overlapping.assign(1, "");  // a record without history: everything may have changed
+      }
       detail->fields = overlapping;
       return overlapping.empty();
     }

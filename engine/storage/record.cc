@@ -37,6 +37,7 @@ Status DecodeRecord(std::string_view bytes, RecordView* out) {
   size_t used = kRecordHeaderSize + wlen;
   p += wlen;
   out->has_field_versions = false;
+  out->tracks_field_versions = format == kRecordFormatV2;
   if (format == kRecordFormatV2) {
     if (bytes.size() < used + 4 + 5) return Status(ErrorCode::kDataCorruptionDetected, "bad document record length");
     uint32_t flen = DecodeFixed32BE(reinterpret_cast<const char*>(p));

@@ -41,6 +41,9 @@ struct RecordView {
   int64_t version = 0;
   bool has_writer = false;
   bson_t writer;  // static view; valid when has_writer; never destroy
+  // Format 0x02 keeps field versions; without a table, no field changed
+  // since the insert.  Format 0x01 records have no history.
+  bool tracks_field_versions = false;
   bool has_field_versions = false;
   bson_t field_versions;  // static view; valid when has_field_versions
   bson_t doc;     // static view over the record's bytes; never destroy

@@ -8,14 +8,23 @@
 #include <rocksdb/version.h>
 #include <sqlite3.h>
 
+#include <cstdio>
 #include <string>
 
 #include "common.h"
+
+#ifndef GATEDB_BENCH_BUILD_TYPE
+#define GATEDB_BENCH_BUILD_TYPE "unknown"
+#endif
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("gatedb_bench_docs", std::to_string(gatedb_bench::NumDocs()));
+  benchmark::AddCustomContext("gatedb_build_type", GATEDB_BENCH_BUILD_TYPE);
+#ifndef NDEBUG
+  std::fprintf(stderr, "***WARNING*** gatedb_bench was built without NDEBUG (assertions on): figures are not representative\n");
+#endif
   benchmark::AddCustomContext("rocksdb", std::to_string(ROCKSDB_MAJOR) + "." + std::to_string(ROCKSDB_MINOR) + "." +
                                              std::to_string(ROCKSDB_PATCH));
   benchmark::AddCustomContext("sqlite", sqlite3_libversion());

@@ -130,6 +130,7 @@ namespace {
 
 std::mutex g_fixture_mu;
 std::map<std::string, std::shared_ptr<Fixture>> g_fixtures;
+bool g_keep_all = false;
 
 // Resets VmHWM to the current RSS (Linux >= 4.0: "5" to clear_refs).
 void ResetPeakRss() {
@@ -174,6 +175,7 @@ std::shared_ptr<Fixture> AcquireFixtureBase(const std::string& key,
   std::lock_guard<std::mutex> l(g_fixture_mu);
   auto it = g_fixtures.find(key);
   if (it != g_fixtures.end()) return it->second;
+  if (!g_keep_all) g_fixtures.clear();  // the previous benchmark's database and directory
   malloc_trim(0);
   double rss_before = StatusMb("VmRSS:");
   ResetPeakRss();
@@ -183,6 +185,11 @@ std::shared_ptr<Fixture> AcquireFixtureBase(const std::string& key,
   std::shared_ptr<Fixture> shared(std::move(f));
   g_fixtures.emplace(key, shared);
   return shared;
+}
+
+void KeepAllFixtures(bool keep) {
+  std::lock_guard<std::mutex> l(g_fixture_mu);
+  g_keep_all = keep;
 }
 
 void ReleaseFixtures() {

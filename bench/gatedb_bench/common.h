@@ -4,10 +4,11 @@
 // Every benchmark gets a fresh database in a fresh temporary directory,
 // loaded once (outside timing) with NumDocs() documents of about 1 KB.
 // Google Benchmark calls a benchmark function several times (to find the
-// iteration count, then once per repetition, and with
-// --benchmark_enable_random_interleaving the repetitions of all cases are
-// shuffled together); AcquireFixture() keeps every loaded fixture until the
-// run ends, so each benchmark loads exactly once whatever the order.
+// iteration count, then once per repetition); AcquireFixture() keeps the
+// loaded fixture while the same benchmark runs and drops it when another
+// one starts.  With --benchmark_enable_random_interleaving the repetitions
+// of all cases are shuffled together, so every fixture is kept until the
+// run ends (KeepAllFixtures): each benchmark loads exactly once either way.
 #ifndef GATEDB_BENCH_COMMON_H_
 #define GATEDB_BENCH_COMMON_H_
 
@@ -75,6 +76,10 @@ template <typename F>
 std::shared_ptr<F> AcquireFixture(const std::string& key, const std::function<std::unique_ptr<F>()>& make) {
   return std::static_pointer_cast<F>(AcquireFixtureBase(key, [&]() -> std::unique_ptr<Fixture> { return make(); }));
 }
+
+// Keep every fixture until ReleaseFixtures() instead of only the current
+// one (for interleaved runs; costs memory and disk for all of them).
+void KeepAllFixtures(bool keep);
 
 // Drops every fixture (their directories are removed).
 void ReleaseFixtures();

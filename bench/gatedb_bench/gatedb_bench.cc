@@ -18,6 +18,13 @@
 #endif
 
 int main(int argc, char** argv) {
+  // Interleaved repetitions come back to every case: keep all fixtures.
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--benchmark_enable_random_interleaving", 0) == 0) {
+      gatedb_bench::KeepAllFixtures(arg.find("=false") == std::string::npos && arg.find("=0") == std::string::npos);
+    }
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("gatedb_bench_docs", std::to_string(gatedb_bench::NumDocs()));
@@ -30,7 +37,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("sqlite", sqlite3_libversion());
   benchmark::AddCustomContext("libbson", bson_get_version());
   benchmark::RunSpecifiedBenchmarks();
-  gatedb_bench::ReleaseFixtures();  // removes the last temporary directory
+  gatedb_bench::ReleaseFixtures();  // removes the temporary directories
   benchmark::Shutdown();
   return 0;
 }

@@ -164,19 +164,25 @@ BENCHMARK(BM_Baseline_RocksGet)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // ---- TransactionDB: the floor of a correct CAS on this stack -----------------
 
-// GetForUpdate, parse BSON, change one field, bump version, Put, Commit.
+// One CAS: GetForUpdate, parse BSON, change one field, bump version, Put,
+// Commit.  Not inlined (a profiler can collect exactly this).
+__attribute__((noinline)) rocksdb::Status RocksCasOnce(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo,
+                                                       const std::string& key, std::string* value, std::string* next) {
+  std::unique_ptr<rocksdb::Transaction> txn(db->BeginTransaction(wo));
+  rocksdb::Status s = txn->GetForUpdate(rocksdb::ReadOptions(), key, value);
+  if (s.ok() && !ChangeOneField(*value, NextScore(), next)) s = rocksdb::Status::Corruption("bson");
+  if (s.ok()) s = txn->Put(key, *next);
+  if (s.ok()) s = txn->Commit();
+  return s;
+}
+
 void RunRocksCas(benchmark::State& state, const std::string& base, bool sync) {
   auto fx = AcquireFixture<TxnFixture>(InstanceKey(base, state), [] { return std::make_unique<TxnFixture>(); });
   KeyPicker pick(state, 52);
   rocksdb::WriteOptions wo = Wo(sync);
   std::string value, next;
   for (auto _ : state) {
-    std::string key = DocId(pick.Next());
-    std::unique_ptr<rocksdb::Transaction> txn(fx->db->BeginTransaction(wo));
-    rocksdb::Status s = txn->GetForUpdate(rocksdb::ReadOptions(), key, &value);
-    if (s.ok() && !ChangeOneField(value, NextScore(), &next)) s = rocksdb::Status::Corruption("bson");
-    if (s.ok()) s = txn->Put(key, next);
-    if (s.ok()) s = txn->Commit();
+    rocksdb::Status s = RocksCasOnce(fx->db.get(), wo, DocId(pick.Next()), &value, &next);
     if (!s.ok()) {
       Fail(state, s.ToString());
       break;
@@ -194,8 +200,23 @@ BENCHMARK(BM_Baseline_RocksCas_Durable)->Threads(1)->Threads(2)->UseRealTime()->
 
 // ---- OptimisticTransactionDB --------------------------------------------------
 
-// GetForUpdate, parse, change, Put, Commit; a Busy commit (another writer
-// committed the key first) retries from the read.  `retries` counts them.
+// One CAS: GetForUpdate, parse, change, Put, Commit; a Busy commit
+// (another writer committed the key first) retries from the read, counted
+// in `retries`.  Not inlined (a profiler can collect exactly this).
+__attribute__((noinline)) rocksdb::Status OptimisticCasOnce(rocksdb::OptimisticTransactionDB* db,
+                                                            const rocksdb::WriteOptions& wo, const std::string& key,
+                                                            std::string* value, std::string* next, int64_t* retries) {
+  for (;;) {
+    std::unique_ptr<rocksdb::Transaction> txn(db->BeginTransaction(wo));
+    rocksdb::Status s = txn->GetForUpdate(rocksdb::ReadOptions(), key, value);
+    if (s.ok() && !ChangeOneField(*value, NextScore(), next)) s = rocksdb::Status::Corruption("bson");
+    if (s.ok()) s = txn->Put(key, *next);
+    if (s.ok()) s = txn->Commit();
+    if (!s.IsBusy() && !s.IsTryAgain()) return s;
+    ++*retries;
+  }
+}
+
 void RunOptimisticCas(benchmark::State& state, const std::string& base, bool sync) {
   auto fx = AcquireFixture<OptimisticFixture>(InstanceKey(base, state),
                                               [] { return std::make_unique<OptimisticFixture>(); });
@@ -204,20 +225,7 @@ void RunOptimisticCas(benchmark::State& state, const std::string& base, bool syn
   int64_t retries = 0;
   std::string value, next;
   for (auto _ : state) {
-    std::string key = DocId(pick.Next());
-    rocksdb::Status s;
-    for (;;) {
-      std::unique_ptr<rocksdb::Transaction> txn(fx->db->BeginTransaction(wo));
-      s = txn->GetForUpdate(rocksdb::ReadOptions(), key, &value);
-      if (s.ok() && !ChangeOneField(value, NextScore(), &next)) s = rocksdb::Status::Corruption("bson");
-      if (s.ok()) s = txn->Put(key, next);
-      if (s.ok()) s = txn->Commit();
-      if (s.IsBusy() || s.IsTryAgain()) {
-        ++retries;
-        continue;
-      }
-      break;
-    }
+    rocksdb::Status s = OptimisticCasOnce(fx->db.get(), wo, DocId(pick.Next()), &value, &next, &retries);
     if (!s.ok()) {
       Fail(state, s.ToString());
       break;
@@ -240,22 +248,26 @@ BENCHMARK(BM_Mechanism_OptimisticCas_Durable)->Threads(1)->Threads(2)->UseRealTi
 
 // ---- striped mutexes over a plain DB -----------------------------------------
 
-// lock(stripe of key), Get, parse, change, Put, unlock.
+// One CAS: lock(stripe of key), Get, parse, change, Put, unlock.  Not
+// inlined (a profiler can collect exactly this).
+__attribute__((noinline)) rocksdb::Status StripedCasOnce(RocksFixture* fx, const rocksdb::WriteOptions& wo,
+                                                         const std::string& key, std::string* value,
+                                                         std::string* next) {
+  static const std::hash<std::string> hasher;
+  std::lock_guard<std::mutex> l(fx->stripes[hasher(key) % fx->stripes.size()]);
+  rocksdb::Status s = fx->db->Get(rocksdb::ReadOptions(), key, value);
+  if (s.ok() && !ChangeOneField(*value, NextScore(), next)) s = rocksdb::Status::Corruption("bson");
+  if (s.ok()) s = fx->db->Put(wo, key, *next);
+  return s;
+}
+
 void RunStripedCas(benchmark::State& state, const std::string& base, bool sync) {
   auto fx = AcquireFixture<RocksFixture>(InstanceKey(base, state), [] { return std::make_unique<RocksFixture>(); });
   KeyPicker pick(state, 54);
   rocksdb::WriteOptions wo = Wo(sync);
   std::string value, next;
-  std::hash<std::string> hasher;
   for (auto _ : state) {
-    std::string key = DocId(pick.Next());
-    rocksdb::Status s;
-    {
-      std::lock_guard<std::mutex> l(fx->stripes[hasher(key) % fx->stripes.size()]);
-      s = fx->db->Get(rocksdb::ReadOptions(), key, &value);
-      if (s.ok() && !ChangeOneField(value, NextScore(), &next)) s = rocksdb::Status::Corruption("bson");
-      if (s.ok()) s = fx->db->Put(wo, key, next);
-    }
+    rocksdb::Status s = StripedCasOnce(fx.get(), wo, DocId(pick.Next()), &value, &next);
     if (!s.ok()) {
       Fail(state, s.ToString());
       break;

@@ -61,7 +61,11 @@ std::vector<Field> Fields(const bson_t* doc) {
 }
 
 void SortFields(std::vector<Field>* fields) {
-  std::stable_sort(fields->begin(), fields->end(), [](const Field& a, const Field& b) { return a.key < b.key; });
+  // Insertion sort: stable, with no temporary buffer (std::stable_sort's
+  // would under-align the bson_iter_t inside Field); commands have few fields.
+  for (size_t i = 1; i < fields->size(); ++i) {
+    for (size_t j = i; j > 0 && (*fields)[j].key < (*fields)[j - 1].key; --j) std::swap((*fields)[j], (*fields)[j - 1]);
+  }
 }
 
 bool SubDocument(const bson_iter_t* it, bson_t* out) {

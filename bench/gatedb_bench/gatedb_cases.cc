@@ -28,7 +28,6 @@ struct GatedbFixture : Fixture {
   std::atomic<int64_t> seq{0};  // write_seq of keyed writes, unique per fixture
   std::atomic<int64_t> hot_attempts{0};
   std::atomic<int64_t> hot_conflicts{0};
-  std::vector<int64_t> basis;  // per prepared document (replay / stale cases)
 
   gatedb::Collection coll() { return db->GetCollection(kDb, kColl); }
 };

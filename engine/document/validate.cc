@@ -9,6 +9,14 @@ namespace gatedb {
 
 namespace {
 
+// bson_iter_t's alignment attribute is dropped when the typedef is a
+// template argument, so std::vector<bson_iter_t> would under-align it; a
+// struct keeps the member's alignment and gets aligned storage.
+struct AlignedIter {
+  bson_iter_t it;
+};
+
+
 constexpr bson_validate_flags_t kStructureFlags =
     static_cast<bson_validate_flags_t>(BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL);
 
@@ -71,10 +79,10 @@ bool ElementUtf8Ok(const bson_iter_t* it) {
 // without bound, so this runs first.  Malformed bytes end the walk there;
 // bson_validate reports them.
 WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
-  std::vector<bson_iter_t> stack(1);
-  if (!bson_iter_init_from_data(&stack.back(), data, len)) return WalkResult::kOk;
+  std::vector<AlignedIter> stack(1);
+  if (!bson_iter_init_from_data(&stack.back().it, data, len)) return WalkResult::kOk;
   while (!stack.empty()) {
-    bson_iter_t* it = &stack.back();
+    bson_iter_t* it = &stack.back().it;
     if (!bson_iter_next(it)) {
       stack.pop_back();
       continue;
@@ -83,7 +91,7 @@ WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
     if (!ElementUtf8Ok(it)) return WalkResult::kBadUtf8;
     if (IsContainer(bson_iter_type(it))) {
       bson_iter_t child;
-      if (bson_iter_recurse(it, &child)) stack.push_back(child);  // invalidates `it`
+      if (bson_iter_recurse(it, &child)) stack.push_back(AlignedIter{child});  // invalidates `it`
     }
   }
   return WalkResult::kOk;

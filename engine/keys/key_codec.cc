@@ -19,6 +19,14 @@ static_assert(LDBL_MAX_EXP == 16384, "key format requires the 80-bit x87 long do
 
 namespace {
 
+// bson_iter_t's alignment attribute is dropped when the typedef is a
+// template argument, so std::vector<bson_iter_t> would under-align it; a
+// struct keeps the member's alignment and gets aligned storage.
+struct AlignedIter {
+  bson_iter_t it;
+};
+
+
 KeyType TypeByte(bson_type_t type) {
   switch (type) {
     case BSON_TYPE_MINKEY: return kTypeMinKey;
@@ -124,13 +132,13 @@ void EncodeBody(const bson_value_t& v, std::string* out);
 // Body of a document or array: elements, then kEndOfDocument.  Walks nested
 // documents and arrays with an explicit stack.
 void EncodeDocumentBody(const uint8_t* data, uint32_t len, std::string* out) {
-  std::vector<bson_iter_t> stack(1);
-  if (data == nullptr || !bson_iter_init_from_data(&stack.back(), data, len)) {
+  std::vector<AlignedIter> stack(1);
+  if (data == nullptr || !bson_iter_init_from_data(&stack.back().it, data, len)) {
     PutByte(out, kEndOfDocument);
     return;
   }
   while (!stack.empty()) {
-    bson_iter_t* it = &stack.back();
+    bson_iter_t* it = &stack.back().it;
     if (!bson_iter_next(it)) {
       PutByte(out, kEndOfDocument);
       stack.pop_back();
@@ -142,7 +150,7 @@ void EncodeDocumentBody(const uint8_t* data, uint32_t len, std::string* out) {
     if (type == BSON_TYPE_DOCUMENT || type == BSON_TYPE_ARRAY) {
       bson_iter_t child;
       if (bson_iter_recurse(it, &child)) {
-        stack.push_back(child);  // invalidates `it`
+        stack.push_back(AlignedIter{child});  // invalidates `it`
       } else {
         PutByte(out, kEndOfDocument);
       }

@@ -676,10 +676,18 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
     return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
   }
   RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
+  // A filter that pins _id names its one candidate: the locked read in
+  // UpdateDocument is the only read needed.
+  bson_value_t point_id;
+  const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.multi ? 0 : 1, &keys,
-                                  w.scope ? &w.scope->txn : nullptr));
+    if (point) {
+      keys.push_back(keys::EncodeDocKey(coll.info.id, point_id));
+    } else {
+      RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.multi ? 0 : 1, &keys,
+                                    w.scope ? &w.scope->txn : nullptr));
+    }
     bool matched_any = false;
     for (size_t k = 0; k < keys.size(); ++k) {
       WriteOutcome o;
@@ -693,7 +701,10 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
     }
     // A single-document update whose candidate stopped matching before it
     // was locked looks again.
-    if (!matched_any && !stmt.multi && !keys.empty() && w.scope == nullptr && attempt < kMaxWriteRetries) continue;
+    if (!matched_any && !point && !stmt.multi && !keys.empty() && w.scope == nullptr &&
+        attempt < kMaxWriteRetries) {
+      continue;
+    }
     if (matched_any) return Status::OK();
     if (gate.basis_version) return BasisTargetMissing(coll, stmt.q.bson(), gate, w);
     if (!stmt.upsert) {
@@ -770,10 +781,16 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
   gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);
   if (stmt.basis_version && stmt.limit != 1) return BasisWithMultiError();
   RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
+  bson_value_t point_id;
+  const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.limit, &keys,
-                                  w.scope ? &w.scope->txn : nullptr));
+    if (point) {
+      keys.push_back(keys::EncodeDocKey(coll.info.id, point_id));
+    } else {
+      RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.limit, &keys,
+                                    w.scope ? &w.scope->txn : nullptr));
+    }
     bool deleted_any = false;
     for (const std::string& key : keys) {
       WriteOutcome o;
@@ -784,7 +801,10 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
         if (stmt.limit == 1) break;
       }
     }
-    if (stmt.limit == 1 && !deleted_any && !keys.empty() && w.scope == nullptr && attempt < kMaxWriteRetries) continue;
+    if (stmt.limit == 1 && !point && !deleted_any && !keys.empty() && w.scope == nullptr &&
+        attempt < kMaxWriteRetries) {
+      continue;
+    }
     if (!deleted_any && gate.basis_version) return BasisTargetMissing(coll, stmt.q.bson(), gate, w);
     if (!deleted_any && gate.idiom) DetectIdiomConflict(coll, stmt.q.bson(), index, w, &result->version_conflicts);
     return Status::OK();

@@ -65,10 +65,18 @@ Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply) {
   bson_iter_next(&it);
   if (!BSON_ITER_HOLDS_UTF8(&it)) return TypeError("conflictStats", bson_iter_type(&it), "string");
   Namespace ns{ctx.db_name, bson_iter_utf8(&it, nullptr)};
+  int64_t after = 0;
   while (bson_iter_next(&it)) {
-    if (!IsGenericCommandField(bson_iter_key(&it))) return UnknownField("conflictStats", bson_iter_key(&it));
+    std::string key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    if (key == "afterSeq") {
+      RETURN_IF_ERROR(ReadInt64(&it, "conflictStats.afterSeq", &after));
+      if (after < 0) return Status(ErrorCode::kBadValue, "conflictStats.afterSeq must be >= 0");
+      continue;
+    }
+    return UnknownField("conflictStats", key);
   }
-  ASSIGN_OR_RETURN(ConflictStatsResult r, ctx.db->ConflictStats(ns));
+  ASSIGN_OR_RETURN(ConflictStatsResult r, ctx.db->ConflictStats(ns, static_cast<uint64_t>(after)));
   BSON_APPEND_INT64(reply, "gatedWrites", r.gated_writes);
   BSON_APPEND_INT64(reply, "conflicts", r.conflicts);
   BSON_APPEND_DOUBLE(reply, "conflictRate", r.conflict_rate);

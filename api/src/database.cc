@@ -106,8 +106,10 @@ StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const s
   return out;
 }
 
-StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection) {
-  ASSIGN_OR_RETURN(ConflictStatsResult r, impl_->ConflictStats(Namespace{std::string(db), std::string(collection)}));
+StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection,
+                                                   uint64_t after_seq) {
+  ASSIGN_OR_RETURN(ConflictStatsResult r,
+                   impl_->ConflictStats(Namespace{std::string(db), std::string(collection)}, after_seq));
   ConflictStats out;
   out.gated_writes = r.gated_writes;
   out.conflicts = r.conflicts;

@@ -87,7 +87,8 @@ class DBImpl {
   // collection.  Errors: ChangeStreamHistoryLost when the events asked for were collected.
   StatusOr<JournalReadResult> ReadJournal(const JournalReadRequest& req);
   // Gated writes and conflicts of one collection over the retained journal.
-  StatusOr<ConflictStatsResult> ConflictStats(const Namespace& ns);
+  // Only events with seq > after_seq count (0: the whole retained journal).
+  StatusOr<ConflictStatsResult> ConflictStats(const Namespace& ns, uint64_t after_seq = 0);
 
   // A transaction that the writes of one or more requests join (set
   // WriteOptionsInternal::scope); nothing is visible until CommitScope.

@@ -32,7 +32,7 @@ StatusOr<JournalReadResult> DBImpl::ReadJournal(const JournalReadRequest& req) {
   return out;
 }
 
-StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns) {
+StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns, uint64_t after_seq) {
   RETURN_IF_ERROR(ValidateNamespace(ns));
   ConflictStatsResult out;
   struct IdCount {
@@ -42,7 +42,7 @@ StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns) {
   // Documents keyed by their _id's relaxed JSON (a stable, printable key).
   std::map<std::string, IdCount> hot;
   std::map<std::string, int64_t> agents;
-  uint64_t after = journal_->first_seq() > 0 ? journal_->first_seq() - 1 : 0;
+  uint64_t after = std::max<uint64_t>(after_seq, journal_->first_seq() > 0 ? journal_->first_seq() - 1 : 0);
   while (true) {
     wal::Journal::ReadOptions ro;
     ro.after_seq = after;

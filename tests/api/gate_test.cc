@@ -303,6 +303,20 @@ TEST_F(GateTest, RefusedGatedWritesAreConflictEventsAndStats) {
   EXPECT_EQ(stats->agents[0].first, "loser");
   Document reply = Run(R"({"conflictStats": "s"})");
   EXPECT_EQ(Int(reply.bson(), "conflicts"), 3) << reply.ToJson();
+  // Counting from a journal position leaves earlier events out.
+  JournalQuery head;
+  head.limit = 1;
+  uint64_t now_seq = db_->ReadJournal(head)->last_seq;
+  auto later = db_->GetConflictStats("test", "s", now_seq);
+  ASSERT_OK(later);
+  EXPECT_EQ(later->gated_writes, 0);
+  EXPECT_THAT(c.UpdateOne(Json(R"({"_id": "hot"})").view(), Json(R"({"$set": {"a": 3}})").view(), o),
+              StatusIs(ErrorCode::kVersionConflict));
+  later = db_->GetConflictStats("test", "s", now_seq);
+  EXPECT_EQ(later->gated_writes, 1);
+  EXPECT_EQ(later->conflicts, 1);
+  Document since = Run(R"({"conflictStats": "s", "afterSeq": )" + std::to_string(now_seq) + "}");
+  EXPECT_EQ(Int(since.bson(), "conflicts"), 1) << since.ToJson();
   EXPECT_EQ(Str(reply.bson(), "agents.0.agentId"), "loser");
 }
 

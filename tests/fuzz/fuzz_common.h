@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gatedb/db.h"
+#include "engine/document/validate.h"
 #include "gatedb/document.h"
 
 namespace gatedb_fuzz {
@@ -36,12 +37,14 @@ inline gatedb::Database* SharedDatabase() {
   return db;
 }
 
-// The reply of RunCommand must be a valid document with an `ok` field.
+// The reply of RunCommand must be a well-formed document with an `ok` field.
 inline void CheckReply(const gatedb::Document& reply, const std::string& input) {
   const bson_t* b = reply.bson();
   if (b == nullptr) Fail("RunCommand returned a null reply", input);
   size_t off = 0;
   if (!bson_validate(b, BSON_VALIDATE_NONE, &off)) Fail("RunCommand reply is not valid BSON", input);
+  // Stricter: nested terminators and UTF-8 (a driver would reject the reply).
+  if (!gatedb::ValidateIncoming(bson_get_data(b), b->len).ok()) Fail("RunCommand reply is malformed (ValidateIncoming)", input);
   bson_iter_t it;
   if (!bson_iter_init_find(&it, b, "ok")) Fail("RunCommand reply has no `ok` field", reply.ToJson() + "\ninput: " + input);
 }

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     bson_t seed = BSON_INITIALIZER;
     gatedb::Status s = gatedb::query::ExtractEqualityFields(&docs.a, &seed);
     size_t off = 0;
-    if (s.ok() && !bson_validate(&seed, BSON_VALIDATE_NONE, &off)) {
+    if (s.ok() && (!bson_validate(&seed, BSON_VALIDATE_NONE, &off) || !gatedb_fuzz::StrictlyValid(&seed))) {
       std::fprintf(stderr, "FUZZ INVARIANT FAILED: ExtractEqualityFields produced invalid BSON\n");
       std::abort();
     }

@@ -1,7 +1,8 @@
 // fuzz_update_apply: the input is two BSON documents (fuzz_split.h): an
 // update and a target.  Parse the update with update::UpdateDriver, Apply it
 // (as a plain update, then as an upsert-insert with a positional index); a
-// successful Apply must produce valid BSON, and a failed one an empty `out`.
+// successful Apply must produce valid BSON (bson_validate and the stricter
+// ValidateIncoming), and a failed one an empty `out`.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -20,9 +21,20 @@ std::string Json(const bson_t* b) {
   return r;
 }
 
+std::string Hex(const bson_t* b) {
+  std::string r;
+  const uint8_t* p = bson_get_data(b);
+  char buf[4];
+  for (uint32_t i = 0; i < b->len; ++i) {
+    std::snprintf(buf, sizeof buf, "%02x", p[i]);
+    r += buf;
+  }
+  return r;
+}
+
 [[noreturn]] void Fail(const char* what, const bson_t* u, const bson_t* d, const bson_t* out) {
-  std::fprintf(stderr, "FUZZ INVARIANT FAILED: %s\nupdate: %s\ndoc: %s\nout: %s\n", what, Json(u).c_str(),
-               Json(d).c_str(), out ? Json(out).c_str() : "-");
+  std::fprintf(stderr, "FUZZ INVARIANT FAILED: %s\nupdate: %s\ndoc: %s\nout: %s\nout hex: %s\n", what,
+               Json(u).c_str(), Json(d).c_str(), Json(out).c_str(), Hex(out).c_str());
   std::abort();
 }
 
@@ -32,7 +44,8 @@ void ApplyOnce(const gatedb::update::UpdateDriver& driver, const bson_t* u, cons
   gatedb::Status s = driver.Apply(d, ctx, &out);
   size_t off = 0;
   if (s.ok()) {
-    if (!bson_validate(&out, BSON_VALIDATE_NONE, &off)) Fail("Apply succeeded with invalid BSON", u, d, nullptr);
+    if (!bson_validate(&out, BSON_VALIDATE_NONE, &off)) Fail("Apply succeeded with invalid BSON", u, d, &out);
+    if (!gatedb_fuzz::StrictlyValid(&out)) Fail("Apply succeeded with malformed BSON (ValidateIncoming)", u, d, &out);
   } else if (out.len != 5) {
     Fail("Apply failed but left `out` non-empty", u, d, &out);
   }

@@ -110,7 +110,9 @@ class Database {
   bool WaitForJournal(uint64_t after_seq, int64_t timeout_ms);
   // Gated writes and conflicts of one collection over the retained journal
   // (the `conflictStats` command).
-  StatusOr<ConflictStats> GetConflictStats(std::string_view db, std::string_view collection);
+  // `after_seq`: count only journal events after it (0: all retained).
+  StatusOr<ConflictStats> GetConflictStats(std::string_view db, std::string_view collection,
+                                           uint64_t after_seq = 0);
 
   // A task's stored keyed writes (the `idempotencyStatus` command): for
   // each, its writeSeq, when it ran, and the reply it got.

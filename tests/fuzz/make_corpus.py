@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under tests/fuzz/corpus/ (no dependencies).
+
+fuzz_command_json: Extended JSON command text.  fuzz_bson_insert: one raw BSON
+document.  fuzz_update_apply / fuzz_matcher: 4-byte little-endian length of
+the first document, the first document, then the second (fuzz_split.h).
+Run from anywhere: python3 tests/fuzz/make_corpus.py
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def cstr(s):
+    return s.encode() + b"\0"
+
+
+def elem(name, v):
+    if isinstance(v, bool):
+        return b"\x08" + cstr(name) + (b"\x01" if v else b"\x00")
+    if isinstance(v, int):
+        if -2**31 <= v < 2**31:
+            return b"\x10" + cstr(name) + struct.pack("<i", v)
+        return b"\x12" + cstr(name) + struct.pack("<q", v)
+    if isinstance(v, float):
+        return b"\x01" + cstr(name) + struct.pack("<d", v)
+    if isinstance(v, str):
+        b = v.encode() + b"\0"
+        return b"\x02" + cstr(name) + struct.pack("<i", len(b)) + b
+    if v is None:
+        return b"\x0a" + cstr(name)
+    if isinstance(v, list):
+        return b"\x04" + cstr(name) + doc({str(i): x for i, x in enumerate(v)})
+    if isinstance(v, dict):
+        return b"\x03" + cstr(name) + doc(v)
+    raise TypeError(v)
+
+
+def doc(d):
+    body = b"".join(elem(k, v) for k, v in d.items())
+    return struct.pack("<i", len(body) + 5) + body + b"\0"
+
+
+def pair(a, b):
+    da = doc(a)
+    return struct.pack("<I", len(da)) + da + doc(b)
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    mode = "w" if isinstance(data, str) else "wb"
+    with open(os.path.join(d, name), mode) as f:
+        f.write(data)
+
+
+COMMANDS = {
+    "ping.json": '{"ping": 1}',
+    "insert.json": '{"insert": "c", "documents": [{"_id": 1, "a": [1, 2, {"b": "x"}], "n": {"$numberLong": "7"}}]}',
+    "find.json": '{"find": "c", "filter": {"a": {"$gt": 1}}, "projection": {"a": 1}, "sort": {"_id": -1}, "limit": 5}',
+    "update.json": '{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"version": 1}, "$push": {"a": 3}}, "upsert": true}]}',
+    "update_gate.json": '{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"s": "done"}}, "basisVersion": 0}], "writeContext": {"agentId": "a1", "taskId": "t1", "writeSeq": 1}}',
+    "delete.json": '{"delete": "c", "deletes": [{"q": {"a": {"$in": [1, 2]}}, "limit": 1}]}',
+    "fam.json": '{"findAndModify": "c", "query": {"_id": 2}, "update": {"$set": {"x": {"$date": "2024-01-01T00:00:00Z"}}}, "upsert": true, "new": true}',
+    "count.json": '{"count": "c", "query": {"a": {"$elemMatch": {"b": "x"}}}}',
+    "distinct.json": '{"distinct": "c", "key": "a.b"}',
+    "create.json": '{"create": "d", "conflictPolicy": "fieldMerge"}',
+    "list.json": '{"listCollections": 1}',
+    "txn.json": '{"insert": "c", "documents": [{"_id": 9}], "lsid": {"id": {"$binary": {"base64": "AAAAAAAAAAAAAAAAAAAAAA==", "subType": "04"}}}, "txnNumber": {"$numberLong": "1"}, "startTransaction": true, "autocommit": false}',
+    "drop.json": '{"drop": "d"}',
+}
+
+BSON_DOCS = {
+    "simple.bson": {"_id": 1, "a": "x"},
+    "nested.bson": {"_id": "k", "a": {"b": [1, 2.5, None, True]}, "n": 2**40},
+    "no_id.bson": {"x": [{"y": 1}, {"y": 2}]},
+    "version.bson": {"_id": 3, "version": 5},
+}
+
+UPDATES = {
+    "set.bson": ({"$set": {"a.b": 1, "c": "x"}}, {"_id": 1, "a": {"b": 0}}),
+    "inc_version.bson": ({"$inc": {"version": 1, "n": 2}}, {"_id": 1, "version": 3, "n": 1}),
+    "push_each.bson": ({"$push": {"arr": {"$each": [3, 1, 2], "$sort": 1, "$slice": -2, "$position": 0}}},
+                       {"_id": 1, "arr": [5]}),
+    "positional.bson": ({"$set": {"arr.$": 9, "arr2.$[]": 0}}, {"_id": 1, "arr": [1, 2], "arr2": [1, 2, 3]}),
+    "rename_unset.bson": ({"$rename": {"a": "b"}, "$unset": {"c": ""}}, {"_id": 1, "a": 1, "c": 2}),
+    "replace.bson": ({"x": 1, "y": [1, 2]}, {"_id": 1, "version": 0, "z": 1}),
+    "pull_addtoset.bson": ({"$pull": {"a": {"$gt": 1}}, "$addToSet": {"b": {"$each": [1, 1, 2]}}},
+                           {"_id": 1, "a": [1, 2, 3], "b": [2]}),
+    "arith.bson": ({"$mul": {"m": 2.5}, "$min": {"lo": 0}, "$max": {"hi": 10}, "$bit": {"f": {"or": 4}},
+                    "$pop": {"p": -1}, "$setOnInsert": {"new": True}, "$currentDate": {"t": True}},
+                   {"_id": 1, "m": 2, "lo": 5, "hi": 1, "f": 1, "p": [1, 2]}),
+}
+
+MATCHERS = {
+    "eq.bson": ({"a": 1}, {"a": [0, 1]}),
+    "ops.bson": ({"n": {"$gte": 2, "$lt": 10}, "s": {"$in": ["x", "y"]}, "m": {"$exists": True}},
+                 {"n": 3, "s": "y", "m": None}),
+    "logic.bson": ({"$or": [{"a.b": {"$size": 2}}, {"$nor": [{"c": {"$ne": 1}}]}], "$and": [{"d": {"$not": {"$gt": 5}}}]},
+                   {"a": {"b": [1, 2]}, "c": 1, "d": 3}),
+    "elem.bson": ({"arr": {"$elemMatch": {"x": {"$mod": [2, 0]}, "y": {"$type": "string"}}}},
+                  {"arr": [{"x": 1}, {"x": 4, "y": "s"}]}),
+    "all_regex.bson": ({"t": {"$all": ["a", "b"]}, "r": {"$regex": "^ab.*c$", "$options": "i"}},
+                       {"t": ["b", "a", "c"], "r": "ABxC"}),
+}
+
+
+def main():
+    for n, j in COMMANDS.items():
+        write("fuzz_command_json", n, j)
+    for n, d in BSON_DOCS.items():
+        write("fuzz_bson_insert", n, doc(d))
+    for n, (a, b) in UPDATES.items():
+        write("fuzz_update_apply", n, pair(a, b))
+    for n, (a, b) in MATCHERS.items():
+        write("fuzz_matcher", n, pair(a, b))
+
+
+if __name__ == "__main__":
+    main()

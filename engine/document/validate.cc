@@ -24,7 +24,7 @@ bool IsContainer(bson_type_t type) {
   return type == BSON_TYPE_DOCUMENT || type == BSON_TYPE_ARRAY;
 }
 
-enum class WalkResult { kOk, kTooDeep, kBadUtf8 };
+enum class WalkResult { kOk, kTooDeep, kBadUtf8, kMalformed };
 
 bool ValidUtf8(const char* s, size_t len, bool allow_null) {
   return s == nullptr || bson_utf8_validate(s, len, allow_null);
@@ -76,14 +76,18 @@ bool ElementUtf8Ok(const bson_iter_t* it) {
 // `max_depth` (top-level fields are at depth 1), kBadUtf8 when a field name
 // or string is not UTF-8.  libbson 1.23's bson_validate does not catch
 // invalid UTF-8 in values (fixed upstream in CDRIVER-6017), and recurses
-// without bound, so this runs first.  Malformed bytes end the walk there;
-// bson_validate reports them.
+// without bound, so this runs first.  Malformed bytes are reported here:
+// libbson 1.23's bson_validate lets some through (an embedded element whose
+// length runs past its parent), and a later read would silently lose them.
 WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
   std::vector<AlignedIter> stack(1);
-  if (!bson_iter_init_from_data(&stack.back().it, data, len)) return WalkResult::kOk;
+  if (!bson_iter_init_from_data(&stack.back().it, data, len)) return WalkResult::kMalformed;
   while (!stack.empty()) {
     bson_iter_t* it = &stack.back().it;
     if (!bson_iter_next(it)) {
+      // bson_iter_next sets err_off when it stopped on a corrupt element
+      // rather than at the document's end.
+      if (it->err_off != 0) return WalkResult::kMalformed;
       stack.pop_back();
       continue;
     }
@@ -91,7 +95,8 @@ WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
     if (!ElementUtf8Ok(it)) return WalkResult::kBadUtf8;
     if (IsContainer(bson_iter_type(it))) {
       bson_iter_t child;
-      if (bson_iter_recurse(it, &child)) stack.push_back(AlignedIter{child});  // invalidates `it`
+      if (!bson_iter_recurse(it, &child)) return WalkResult::kMalformed;
+      stack.push_back(AlignedIter{child});  // invalidates `it`
     }
   }
   return WalkResult::kOk;
@@ -103,6 +108,8 @@ Status WalkStatus(WalkResult result, const std::string& too_deep_message) {
     case WalkResult::kTooDeep: return Status(ErrorCode::kOverflow, too_deep_message);
     case WalkResult::kBadUtf8:
       return Status(ErrorCode::kInvalidBSON, "invalid BSON: a field name or string is not valid UTF-8");
+    case WalkResult::kMalformed:
+      return Status(ErrorCode::kInvalidBSON, "invalid BSON: a corrupt or truncated element");
   }
   return Status::OK();
 }

@@ -71,7 +71,10 @@ StatusOr<LeaseInfo> DBImpl::LeaseCommand(LeaseOp op, const Namespace& ns, const 
       rs = txn->GetForUpdate(rocksdb::ReadOptions(), leases_cf_, key, &value);
       s = rs.IsNotFound() ? Status::OK() : FromRocks(rs);
     }
-    if (s.code() == ErrorCode::kWriteConflict && attempt < kMaxWriteRetries) continue;
+    if (s.code() == ErrorCode::kWriteConflict && s.reason().rfind(kLockWaitTimedOut, 0) != 0 &&
+        attempt < kMaxWriteRetries) {
+      continue;
+    }
     RETURN_IF_ERROR(s);
     bool exists = rs.ok();
     StoredLease lease;

@@ -31,7 +31,11 @@ void BackoffBeforeRetry(int attempt) {
   }
 }
 
-bool IsLockConflict(const Status& s) { return s.code() == ErrorCode::kWriteConflict; }
+// A conflict worth retrying at once: not a lock wait that already timed out
+// (retrying that would multiply the wait).
+bool IsLockConflict(const Status& s) {
+  return s.code() == ErrorCode::kWriteConflict && s.reason().rfind(kLockWaitTimedOut, 0) != 0;
+}
 
 Status DuplicateKeyError(const Namespace& ns, const bson_value_t& id) {
   Value v(id);

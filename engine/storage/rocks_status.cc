@@ -4,7 +4,12 @@ namespace gatedb {
 
 Status FromRocks(const rocksdb::Status& s) {
   if (s.ok()) return Status::OK();
-  if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut() || s.IsDeadlock()) {
+  if (s.IsTimedOut()) {
+    // Another writer (often an open transaction) held the document's lock
+    // for the whole lock timeout.
+    return Status(ErrorCode::kWriteConflict, std::string(kLockWaitTimedOut) + ": " + s.ToString());
+  }
+  if (s.IsBusy() || s.IsTryAgain() || s.IsDeadlock()) {
     return Status(ErrorCode::kWriteConflict, "write conflict: " + s.ToString());
   }
   if (s.IsMemoryLimit()) {

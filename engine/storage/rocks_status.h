@@ -15,6 +15,10 @@ namespace gatedb {
 // (14031); anything else InternalError with RocksDB's message.
 Status FromRocks(const rocksdb::Status& s);
 
+// The reason prefix of a WriteConflict that is a lock wait that timed out:
+// the wait already lasted Options::lock_timeout_ms, so it is not retried.
+constexpr char kLockWaitTimedOut[] = "write conflict: lock wait timed out";
+
 }  // namespace gatedb
 
 #endif  // GATEDB_ENGINE_STORAGE_ROCKS_STATUS_H_

@@ -391,6 +391,26 @@ TEST_F(TransactionTest, WithTransactionRetriesOnlyTransientErrors) {
   EXPECT_GT(calls, 1);
 }
 
+TEST_F(TransactionTest, Issue8FuzzWriterBlockedByAnOpenTransactionGetsWriteConflict) {
+  // Found by fuzz_command_json: a plain upsert of a document locked by an
+  // open transaction retried its timed-out lock wait 20 times (21 s).  It
+  // waits one lock timeout and reports WriteConflict.
+  Collection c = db_->GetCollection("t");
+  auto t = db_->StartTransaction();
+  WriteOptions w;
+  w.txn = t->get();
+  ASSERT_OK(c.InsertOne(Json(R"({"_id": 4})").view(), w));
+  UpdateOptions up;
+  up.upsert = true;
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(c.UpdateOne(Json(R"({"_id": 4})").view(), Json(R"({"$set": {"a": 1}})").view(), up),
+              StatusIs(ErrorCode::kWriteConflict));
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RecordProperty("waited_seconds", std::to_string(waited));
+  ASSERT_OK((*t)->Commit());
+  ASSERT_OK(c.UpdateOne(Json(R"({"_id": 4})").view(), Json(R"({"$set": {"a": 1}})").view(), up));
+}
+
 TEST_F(TransactionTest, JournalEventsOfATransactionShareItsId) {
   auto t = db_->StartTransaction();
   WriteOptions w;

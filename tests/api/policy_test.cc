@@ -249,6 +249,23 @@ TEST_F(PolicyTest, FieldMergeRefusesExactlyTheOverlappingPaths) {
   EXPECT_EQ(Int(v.bson(), "count"), 5);
 }
 
+TEST_F(PolicyTest, UpsertsStartWithAnEmptyTableAndMergeLikeInserts) {
+  Create("u", R"({"mode": "fieldMerge"})");
+  Collection c = db_->GetCollection("u");
+  UpdateOptions up;
+  up.upsert = true;
+  auto r = c.UpdateOne(Json(R"({"_id": "o"})").view(), Json(R"({"$set": {"a": 1, "b": 1}})").view(), up);
+  ASSERT_OK(r);
+  ASSERT_TRUE(r->upserted_id.has_value());
+  EXPECT_EQ(bson_count_keys(Versions("u").bson()), 0u);  // as old as the insert
+  // An upsert that matches is an update: it records its paths.
+  ASSERT_OK(c.UpdateOne(Json(R"({"_id": "o"})").view(), Json(R"({"$set": {"a": 2}})").view(), up));
+  EXPECT_EQ(Int(Versions("u").bson(), "a"), 1);
+  // A stale write of another field merges; of the same field conflicts.
+  ASSERT_OK(Write("u", R"({"$set": {"b": 2}})", 0));
+  EXPECT_THAT(Write("u", R"({"$set": {"a": 3}})", 0), StatusIs(ErrorCode::kVersionConflict));
+}
+
 TEST_F(PolicyTest, ConcurrentIncrementsMergeOnlyWhenTheCollectionSaysSo) {
   Create("i", R"({"mode": "fieldMerge"})");
   Create("j", R"({"mode": "fieldMerge", "mergeIncrements": true})");

@@ -14,16 +14,7 @@ namespace commands {
 namespace {
 
 Status ReadCollectionName(const CommandContext& ctx, Namespace* ns) {
-  bson_iter_t it;
-  bson_iter_init(&it, ctx.cmd);
-  bson_iter_next(&it);
-  if (!BSON_ITER_HOLDS_UTF8(&it)) {
-    return Status(ErrorCode::kInvalidNamespace, "collection name has invalid type " +
-                                                    std::string(TypeName(bson_iter_type(&it))));
-  }
-  ns->db = ctx.db_name;
-  ns->coll = bson_iter_utf8(&it, nullptr);
-  return ValidateNamespace(*ns);
+  return ReadCommandNamespace(ctx.cmd, ctx.db_name, ns);
 }
 
 void AppendCollectionInfo(const CollectionInfo& info, bool name_only, bson_t* out) {

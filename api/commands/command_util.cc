@@ -1,38 +1,14 @@
 #include "api/commands/command_util.h"
 
+#include "engine/document/bson_compare.h"
+
 #include <cmath>
 #include <cstring>
 
 namespace gatedb {
 namespace commands {
 
-const char* TypeName(bson_type_t t) {
-  switch (t) {
-    case BSON_TYPE_DOUBLE: return "double";
-    case BSON_TYPE_UTF8: return "string";
-    case BSON_TYPE_DOCUMENT: return "object";
-    case BSON_TYPE_ARRAY: return "array";
-    case BSON_TYPE_BINARY: return "binData";
-    case BSON_TYPE_UNDEFINED: return "undefined";
-    case BSON_TYPE_OID: return "objectId";
-    case BSON_TYPE_BOOL: return "bool";
-    case BSON_TYPE_DATE_TIME: return "date";
-    case BSON_TYPE_NULL: return "null";
-    case BSON_TYPE_REGEX: return "regex";
-    case BSON_TYPE_DBPOINTER: return "dbPointer";
-    case BSON_TYPE_CODE: return "javascript";
-    case BSON_TYPE_SYMBOL: return "symbol";
-    case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-    case BSON_TYPE_INT32: return "int";
-    case BSON_TYPE_TIMESTAMP: return "timestamp";
-    case BSON_TYPE_INT64: return "long";
-    case BSON_TYPE_DECIMAL128: return "decimal";
-    case BSON_TYPE_MAXKEY: return "maxKey";
-    case BSON_TYPE_MINKEY: return "minKey";
-    case BSON_TYPE_EOD: return "missing";
-  }
-  return "unknown";
-}
+const char* TypeName(bson_type_t t) { return BsonTypeName(t); }
 
 Status TypeError(std::string_view context, bson_type_t got, const char* expected) {
   return Status(ErrorCode::kTypeMismatch, "BSON field '" + std::string(context) + "' is the wrong type '" +
@@ -133,6 +109,19 @@ bool IsGenericCommandField(std::string_view name) {
     if (name == g) return true;
   }
   return false;
+}
+
+Status ReadCommandNamespace(const bson_t* cmd, const std::string& db, Namespace* ns) {
+  bson_iter_t it;
+  bson_iter_init(&it, cmd);
+  bson_iter_next(&it);
+  if (!BSON_ITER_HOLDS_UTF8(&it)) {
+    return Status(ErrorCode::kInvalidNamespace,
+                  "collection name has invalid type " + std::string(TypeName(bson_iter_type(&it))));
+  }
+  ns->db = db;
+  ns->coll = bson_iter_utf8(&it, nullptr);
+  return ValidateNamespace(*ns);
 }
 
 Status UnknownField(std::string_view command, std::string_view field) {

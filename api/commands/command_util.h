@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "gatedb/document.h"
+#include "engine/storage/requests.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
 
@@ -42,6 +43,10 @@ Status ReadWriteContext(const bson_iter_t* it, WriteContext* out);
 
 // Fields that any command may carry and the dispatcher handles itself.
 bool IsGenericCommandField(std::string_view name);
+
+// The collection a command names in its first field ({insert: "orders"}),
+// in database `db`.  Errors: InvalidNamespace.
+Status ReadCommandNamespace(const bson_t* cmd, const std::string& db, Namespace* ns);
 
 Status UnknownField(std::string_view command, std::string_view field);
 Status MissingField(std::string_view command, std::string_view field);

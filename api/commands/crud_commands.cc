@@ -15,16 +15,7 @@ namespace {
 
 // Reads the collection name from the command's first field.
 Status ReadTargetNamespace(const CommandContext& ctx, Namespace* ns) {
-  bson_iter_t it;
-  bson_iter_init(&it, ctx.cmd);
-  bson_iter_next(&it);
-  if (!BSON_ITER_HOLDS_UTF8(&it)) {
-    return Status(ErrorCode::kInvalidNamespace, "collection name has invalid type " +
-                                                    std::string(TypeName(bson_iter_type(&it))));
-  }
-  ns->db = ctx.db_name;
-  ns->coll = bson_iter_utf8(&it, nullptr);
-  return ValidateNamespace(*ns);
+  return ReadCommandNamespace(ctx.cmd, ctx.db_name, ns);
 }
 
 // Iterates the command's fields after the first, skipping generic ones.

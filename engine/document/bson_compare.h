@@ -22,6 +22,11 @@ namespace gatedb {
 // MaxKey 127.  EOO (a missing value) ranks with null.
 int CanonicalTypeRank(bson_type_t type);
 
+// MongoDB's name of a BSON type ("double", "string", "object", "array",
+// "int", "long", "decimal", ...; "missing" for EOO), as error messages and
+// $type aliases use it.
+const char* BsonTypeName(bson_type_t type);
+
 // True for int32, int64, double and decimal128.
 bool IsNumberType(bson_type_t type);
 

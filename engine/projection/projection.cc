@@ -52,32 +52,6 @@ constexpr int kMaxDepth = 200;
 Status BadValue(std::string message) { return Status(ErrorCode::kBadValue, std::move(message)); }
 
 // MongoDB's typeName(), as its error messages print a BSON type.
-const char* TypeName(bson_type_t type) {
-  switch (type) {
-    case BSON_TYPE_DOUBLE: return "double";
-    case BSON_TYPE_UTF8: return "string";
-    case BSON_TYPE_DOCUMENT: return "object";
-    case BSON_TYPE_ARRAY: return "array";
-    case BSON_TYPE_BINARY: return "binData";
-    case BSON_TYPE_UNDEFINED: return "undefined";
-    case BSON_TYPE_OID: return "objectId";
-    case BSON_TYPE_BOOL: return "bool";
-    case BSON_TYPE_DATE_TIME: return "date";
-    case BSON_TYPE_NULL: return "null";
-    case BSON_TYPE_REGEX: return "regex";
-    case BSON_TYPE_DBPOINTER: return "dbPointer";
-    case BSON_TYPE_CODE: return "javascript";
-    case BSON_TYPE_SYMBOL: return "symbol";
-    case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-    case BSON_TYPE_INT32: return "int";
-    case BSON_TYPE_TIMESTAMP: return "timestamp";
-    case BSON_TYPE_INT64: return "long";
-    case BSON_TYPE_DECIMAL128: return "decimal";
-    case BSON_TYPE_MINKEY: return "minKey";
-    case BSON_TYPE_MAXKEY: return "maxKey";
-    default: return "missing";
-  }
-}
 
 bool DecimalIsZero(const bson_decimal128_t& d) {
   char buf[BSON_DECIMAL128_STRING];
@@ -184,11 +158,11 @@ Status ParseSlice(ParseContext* ctx, std::string_view path, bson_iter_t* arg, No
     if (count != 2) return BadValue("$slice array argument should be of form [skip, limit]");
     if (!IsNumberType(values[0].value_type)) {
       return BadValue(std::string("$slice expects the skip argument to be a number, got ") +
-                      TypeName(values[0].value_type));
+                      BsonTypeName(values[0].value_type));
     }
     if (!IsNumberType(values[1].value_type)) {
       return BadValue(std::string("$slice expects the limit argument to be a number, got ") +
-                      TypeName(values[1].value_type));
+                      BsonTypeName(values[1].value_type));
     }
     node->skip = NumberInt(values[0]);
     node->limit = NumberInt(values[1]);

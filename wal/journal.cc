@@ -10,6 +10,7 @@
 #include <limits>
 #include <utility>
 
+#include "engine/util/rocks_status.h"
 #include "wal/journal_format.h"
 
 namespace gatedb {
@@ -20,20 +21,6 @@ namespace {
 // Deletes per WriteBatch when collecting.
 constexpr size_t kCollectBatchSize = 1000;
 
-// wal/ sits below engine/storage, so it cannot use engine/storage's
-// FromRocks; this mirrors its mapping.
-Status FromRocks(const rocksdb::Status& s) {
-  if (s.ok()) return Status::OK();
-  if (s.IsBusy() || s.IsTryAgain() || s.IsTimedOut() || s.IsDeadlock()) {
-    return Status(ErrorCode::kWriteConflict, "write conflict: " + s.ToString());
-  }
-  if (s.IsCorruption()) return Status(ErrorCode::kDataCorruptionDetected, s.ToString());
-  if (s.IsNoSpace()) return Status(ErrorCode::kOutOfDiskSpace, s.ToString());
-  if (s.IsIOError() && s.ToString().find("No space left") != std::string::npos) {
-    return Status(ErrorCode::kOutOfDiskSpace, s.ToString());
-  }
-  return Status(ErrorCode::kInternalError, "storage error: " + s.ToString());
-}
 
 Status Corrupt(const std::string& what) {
   return Status(ErrorCode::kDataCorruptionDetected, "journal: " + what);

@@ -7,7 +7,7 @@
 #include <shared_mutex>
 
 #include "engine/storage/db_impl.h"
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 
 namespace gatedb {
 

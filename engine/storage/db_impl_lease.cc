@@ -7,7 +7,7 @@
 #include "engine/keys/key_codec.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 
 namespace gatedb {
 

@@ -8,7 +8,7 @@
 #include "engine/util/coding.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 #include "engine/storage/write_events.h"
 #include "engine/storage/idempotency.h"
 #include "wal/journal.h"

@@ -11,7 +11,7 @@
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/doc_util.h"
 #include "engine/storage/record.h"
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 
 namespace gatedb {
 

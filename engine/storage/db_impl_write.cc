@@ -14,7 +14,7 @@
 #include "engine/storage/doc_util.h"
 #include "engine/storage/field_versions.h"
 #include "engine/storage/record.h"
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 #include "engine/storage/write_events.h"
 #include "engine/update/update_driver.h"
 #include "wal/journal.h"

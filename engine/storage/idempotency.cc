@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 #include "engine/util/coding.h"
 
 namespace gatedb {

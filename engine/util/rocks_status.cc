@@ -1,4 +1,4 @@
-#include "engine/storage/rocks_status.h"
+#include "engine/util/rocks_status.h"
 
 namespace gatedb {
 

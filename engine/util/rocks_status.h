@@ -1,8 +1,8 @@
-// File: engine/storage/rocks_status.h
+// File: engine/util/rocks_status.h
 //
 // The one place where a rocksdb::Status becomes a gatedb::Status.
-#ifndef GATEDB_ENGINE_STORAGE_ROCKS_STATUS_H_
-#define GATEDB_ENGINE_STORAGE_ROCKS_STATUS_H_
+#ifndef GATEDB_ENGINE_UTIL_ROCKS_STATUS_H_
+#define GATEDB_ENGINE_UTIL_ROCKS_STATUS_H_
 
 #include <rocksdb/status.h>
 
@@ -21,4 +21,4 @@ constexpr char kLockWaitTimedOut[] = "write conflict: lock wait timed out";
 
 }  // namespace gatedb
 
-#endif  // GATEDB_ENGINE_STORAGE_ROCKS_STATUS_H_
+#endif  // GATEDB_ENGINE_UTIL_ROCKS_STATUS_H_

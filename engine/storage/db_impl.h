@@ -181,6 +181,13 @@ class DBImpl {
   // `written`: the paths the write changes ("" for everything).
   bool PolicyAllows(const CollectionOptions& opts, const RecordView& rec, const WriteGate& gate,
                     const WriteOptionsInternal& w, const std::vector<std::string>& written, RefusalDetail* detail);
+  // Under the document's lock, for a write whose basis is not the
+  // document's version: OK when the collection's policy lets it through,
+  // else the refusal (VersionConflict with its errInfo and conflict event).
+  // `what` names the write in the reason ("write", "delete").
+  Status DecideStaleWrite(const Collection& coll, const std::string& key, const RecordView& rec,
+                          const WriteGate& gate, const WriteOptionsInternal& w,
+                          const std::vector<std::string>& written, const char* what);
   // Before a gated write: StaleBasis when the basis is older than the
   // collection's maxBasisAgeMs.
   Status CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,

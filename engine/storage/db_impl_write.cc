@@ -249,6 +249,18 @@ bool DBImpl::PolicyAllows(const CollectionOptions& opts, const RecordView& rec, 
   }
 }
 
+Status DBImpl::DecideStaleWrite(const Collection& coll, const std::string& key, const RecordView& rec,
+                                const WriteGate& gate, const WriteOptionsInternal& w,
+                                const std::vector<std::string>& written, const char* what) {
+  RefusalDetail detail;
+  if (PolicyAllows(*coll.opts(), rec, gate, w, written, &detail)) return Status::OK();
+  return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
+                          ErrorCode::kVersionConflict,
+                          "the document is at version " + std::to_string(rec.version) + " but the " + what +
+                              " was based on version " + std::to_string(*gate.basis_version),
+                          rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+}
+
 Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,
                              const WriteOptionsInternal& w) {
   if (!gate.gated()) return Status::OK();
@@ -385,29 +397,26 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     ctx.now_millis = now;
     bson_t applied = BSON_INITIALIZER;
     s = driver.Apply(&rec.doc, ctx, &applied);
+    const bool stale = gate.basis_version && rec.version != *gate.basis_version;
     if (!s.ok()) {
       bson_destroy(&applied);
-      if (gate.basis_version && rec.version != *gate.basis_version) {
+      if (stale) {
         // A stale write is told so first: the agent rereads and decides again.
-        RefusalDetail detail;
-        if (!PolicyAllows(*opts, rec, gate, w, std::vector<std::string>(1, ""), &detail)) {
-          return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
-                                  ErrorCode::kVersionConflict,
-                                  "the document is at version " + std::to_string(rec.version) +
-                                      " but the write was based on version " + std::to_string(*gate.basis_version),
-                                  rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
-        }
+        RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "write"));
       }
       return s;
     }
-    bool merged = false;
-    if (gate.basis_version && rec.version != *gate.basis_version) {
+    // The paths this write changes (the version field left out): the
+    // policy's input, the field-version table's, and the journal's.
+    std::vector<std::string> paths;
+    DiffPaths(&rec.doc, &applied, vf, &paths);
+    if (stale) {
       // The check and the decision happen under the document's lock.
       std::vector<std::string> written;
       if (driver.is_replacement()) {
         written.assign(1, "");  // a replacement writes every path
       } else {
-        DiffPaths(&rec.doc, &applied, vf, &written);
+        written = paths;
         if (opts->conflict_policy.merge_increments) {
           // Commutative increments merge: both apply.
           std::vector<std::string> incs = driver.IncrementPaths();
@@ -418,17 +427,13 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
                         written.end());
         }
       }
-      RefusalDetail detail;
-      if (!PolicyAllows(*opts, rec, gate, w, written, &detail)) {
+      s = DecideStaleWrite(coll, key, rec, gate, w, written, "write");
+      if (!s.ok()) {
         bson_destroy(&applied);
-        return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
-                                ErrorCode::kVersionConflict,
-                                "the document is at version " + std::to_string(rec.version) +
-                                    " but the write was based on version " + std::to_string(*gate.basis_version),
-                                rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+        return s;
       }
-      merged = true;
     }
+    const bool merged = stale;  // a stale write that got here was let through
     bool changed = driver.bumps_version() ||
                    !BinaryEqual(DocumentView(&rec.doc), DocumentView(&applied));
     if (out->want_before) out->before = Document::Copy(&rec.doc);
@@ -442,8 +447,6 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     bson_destroy(&applied);
     Document next = Document::Adopt(stamped);
     RETURN_IF_ERROR(ValidateForStorage(next.bson()));
-    std::vector<std::string> paths;
-    DiffPaths(&rec.doc, next.bson(), vf, &paths);
     Document writer = BuildWriterBlock(w.context, now);
     bson_t table = BSON_INITIALIZER;
     UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
@@ -568,16 +571,11 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       if (!matcher.Matches(&rec.doc)) return Status::OK();
       RETURN_IF_ERROR(CheckLease(txn, key, w.context));
       if (gate.basis_version && rec.version != *gate.basis_version) {
-        RefusalDetail detail;
-        std::shared_ptr<const CollectionOptions> opts = coll.opts();
         // A delete writes every path.
-        if (!PolicyAllows(*opts, rec, gate, w, std::vector<std::string>(1, ""), &detail)) {
+        Status refused = DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "delete");
+        if (!refused.ok()) {
           out->matched = true;
-          return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate,
-                                  w, ErrorCode::kVersionConflict,
-                                  "the document is at version " + std::to_string(rec.version) +
-                                      " but the delete was based on version " + std::to_string(*gate.basis_version),
-                                  rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+          return refused;
         }
       }
       if (out->want_before) out->before = Document::Copy(&rec.doc);

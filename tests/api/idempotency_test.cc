@@ -221,7 +221,9 @@ TEST_F(IdempotencyTest, LostReplyRetriedThreeTimesHasOneEffect) {
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(results[i].matched_count, 1);
     EXPECT_EQ(results[i].modified_count, 1);
-    if (i > 0) EXPECT_TRUE(results[i].replayed);
+    if (i > 0) {
+      EXPECT_TRUE(results[i].replayed);
+    }
   }
   // Inserts without an _id get theirs once, and the replay reports it.
   WriteOptions w;

@@ -87,7 +87,9 @@ TEST(CrashTest, AcknowledgedWritesSurviveKill9) {
       int64_t version = bson_iter_as_int64(&it);
       // Each increment raised the version in the same atomic write.
       EXPECT_EQ(n, version) << d.ToJson();
-      if (id <= last_acked) EXPECT_EQ(n, id % 5) << d.ToJson();
+      if (id <= last_acked) {
+        EXPECT_EQ(n, id % 5) << d.ToJson();
+      }
     }
     // The journal agrees with the data: no document change without its
     // event, and no event without its change.

@@ -19,6 +19,12 @@ int64_t Int(const Document& d, const char* field) {
   return bson_iter_as_int64(&it);
 }
 
+CreateCollectionOptions VersionField(const char* name) {
+  CreateCollectionOptions o;
+  o.version_field = name;
+  return o;
+}
+
 class DatabaseTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
@@ -71,7 +77,7 @@ TEST_F(DatabaseTest, MissingIdGetsObjectIdAndDuplicateIsRefused) {
 }
 
 TEST_F(DatabaseTest, VersionFieldIsOwnedByTheStore) {
-  ASSERT_OK(db_->CreateCollection("test", "items", CreateCollectionOptions{"rev"}));
+  ASSERT_OK(db_->CreateCollection("test", "items", VersionField("rev")));
   Collection c = db_->GetCollection("items");
   ASSERT_OK(c.InsertOne(Json(R"({"_id": 1, "rev": 99, "a": 1})").view()));
   auto d = c.FindOne(Json(R"({"_id": 1})").view());
@@ -102,7 +108,7 @@ TEST_F(DatabaseTest, VersionFieldIsOwnedByTheStore) {
 
 TEST_F(DatabaseTest, EverythingSurvivesReopen) {
   Collection c = db_->GetCollection("shop", "orders");
-  ASSERT_OK(db_->CreateCollection("shop", "ledger", CreateCollectionOptions{"v"}));
+  ASSERT_OK(db_->CreateCollection("shop", "ledger", VersionField("v")));
   for (int i = 0; i < 50; ++i) {
     bson_t* d = bson_new();
     BSON_APPEND_INT32(d, "_id", i);

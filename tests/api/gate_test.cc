@@ -12,32 +12,13 @@
 namespace gatedb {
 namespace {
 
+constexpr auto Int = test::IntAt;
+constexpr auto Str = test::StrAt;
+constexpr auto Has = test::HasPath;
+constexpr auto Strings = test::StringsAt;
+
 using test::Json;
 using test::StatusIs;
-
-int64_t Int(const bson_t* d, const char* path) {
-  bson_iter_t it, f;
-  EXPECT_TRUE(bson_iter_init(&it, d) && bson_iter_find_descendant(&it, path, &f))
-      << path << " in " << DocumentView(d).ToJson();
-  return bson_iter_as_int64(&f);
-}
-std::string Str(const bson_t* d, const char* path) {
-  bson_iter_t it, f;
-  if (!bson_iter_init(&it, d) || !bson_iter_find_descendant(&it, path, &f) || !BSON_ITER_HOLDS_UTF8(&f)) return "";
-  return bson_iter_utf8(&f, nullptr);
-}
-bool Has(const bson_t* d, const char* path) {
-  bson_iter_t it, f;
-  return bson_iter_init(&it, d) && bson_iter_find_descendant(&it, path, &f);
-}
-std::vector<std::string> Strings(const bson_t* d, const char* path) {
-  bson_iter_t it, f, arr;
-  std::vector<std::string> out;
-  if (bson_iter_init(&it, d) && bson_iter_find_descendant(&it, path, &f) && bson_iter_recurse(&f, &arr)) {
-    while (bson_iter_next(&arr)) out.emplace_back(bson_iter_utf8(&arr, nullptr));
-  }
-  return out;
-}
 
 class GateTest : public ::testing::Test {
  protected:

@@ -16,20 +16,12 @@
 namespace gatedb {
 namespace {
 
+constexpr auto Int = test::IntAt;
+constexpr auto Str = test::StrAt;
+
 using test::Json;
 using test::StatusIs;
 
-int64_t Int(const bson_t* d, const char* path) {
-  bson_iter_t it, f;
-  if (!bson_iter_init(&it, d) || !bson_iter_find_descendant(&it, path, &f)) return -999;
-  if (BSON_ITER_HOLDS_DATE_TIME(&f)) return bson_iter_date_time(&f);
-  return bson_iter_as_int64(&f);
-}
-std::string Str(const bson_t* d, const char* path) {
-  bson_iter_t it, f;
-  if (!bson_iter_init(&it, d) || !bson_iter_find_descendant(&it, path, &f) || !BSON_ITER_HOLDS_UTF8(&f)) return "";
-  return bson_iter_utf8(&f, nullptr);
-}
 bool Replayed(const Document& reply) {
   bson_iter_t it;
   return bson_iter_init_find(&it, reply.bson(), "replayed") && bson_iter_as_bool(&it);

@@ -17,14 +17,10 @@
 namespace gatedb {
 namespace {
 
+constexpr auto Int = test::IntAt;
+
 using test::Json;
 using test::StatusIs;
-
-int64_t Int(const bson_t* d, const char* path) {
-  bson_iter_t it, f;
-  if (!bson_iter_init(&it, d) || !bson_iter_find_descendant(&it, path, &f)) return -999;
-  return bson_iter_as_int64(&f);
-}
 
 Document IdDoc(const std::string& id) {
   bson_t* f = bson_new();

@@ -14,6 +14,42 @@ Document Json(const std::string& json) {
   return std::move(d).value();
 }
 
+namespace {
+bool Find(const bson_t* doc, const char* path, bson_iter_t* out) {
+  bson_iter_t it;
+  return bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, out);
+}
+}  // namespace
+
+int64_t IntAt(const bson_t* doc, const char* path) {
+  bson_iter_t f;
+  if (!Find(doc, path, &f)) return -999;
+  if (BSON_ITER_HOLDS_DATE_TIME(&f)) return bson_iter_date_time(&f);
+  return bson_iter_as_int64(&f);
+}
+
+std::string StrAt(const bson_t* doc, const char* path) {
+  bson_iter_t f;
+  if (!Find(doc, path, &f) || !BSON_ITER_HOLDS_UTF8(&f)) return "";
+  return bson_iter_utf8(&f, nullptr);
+}
+
+bool HasPath(const bson_t* doc, const char* path) {
+  bson_iter_t f;
+  return Find(doc, path, &f);
+}
+
+std::vector<std::string> StringsAt(const bson_t* doc, const char* path) {
+  std::vector<std::string> out;
+  bson_iter_t f, arr;
+  if (Find(doc, path, &f) && bson_iter_recurse(&f, &arr)) {
+    while (bson_iter_next(&arr)) {
+      if (BSON_ITER_HOLDS_UTF8(&arr)) out.emplace_back(bson_iter_utf8(&arr, nullptr));
+    }
+  }
+  return out;
+}
+
 std::string ToJson(const bson_t* b) { return DocumentView(b).ToJson(); }
 
 TempDir::TempDir() {

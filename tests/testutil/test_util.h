@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "gatedb/document.h"
 #include "gatedb/status.h"
@@ -37,6 +38,14 @@ MATCHER_P(StatusIs, code, std::string("has code ") + ErrorCodeName(code)) {
 
 // Parses relaxed or canonical Extended JSON; fails the test on bad input.
 Document Json(const std::string& json);
+
+// Values at a dotted path of a document, for assertions.  IntAt reads any
+// number or a date (ms); -999 when the path is missing.  StrAt is "" when
+// missing or not a string; StringsAt reads an array of strings.
+int64_t IntAt(const bson_t* doc, const char* path);
+std::string StrAt(const bson_t* doc, const char* path);
+bool HasPath(const bson_t* doc, const char* path);
+std::vector<std::string> StringsAt(const bson_t* doc, const char* path);
 
 // Relaxed Extended JSON of a bson_t, for assertions.
 std::string ToJson(const bson_t* b);

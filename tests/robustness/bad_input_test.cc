@@ -195,7 +195,9 @@ TEST_F(BadInputTest, MalformedJsonAndBsonAreErrorsNotCrashes) {
       std::vector<uint8_t> b = bytes;
       b[i] = v;
       auto d = Document::FromBytes(b.data(), b.size());
-      if (d.ok()) EXPECT_TRUE(bson_validate(d->bson(), BSON_VALIDATE_NONE, nullptr));
+      if (d.ok()) {
+        EXPECT_TRUE(bson_validate(d->bson(), BSON_VALIDATE_NONE, nullptr));
+      }
     }
   }
 }

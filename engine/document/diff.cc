@@ -14,13 +14,22 @@ bool SameValueBytes(const bson_iter_t* a, const bson_iter_t* b) {
   return la == lb && std::memcmp(a->raw + a->d1, b->raw + b->d1, la) == 0;
 }
 
+bool Listed(const std::vector<std::string>* only, const char* key) {
+  if (only == nullptr) return true;
+  for (const std::string& f : *only) {
+    if (f == key) return true;
+  }
+  return false;
+}
+
+// `only` (top level only): when non-null, the top-level fields to compare.
 void DiffInto(const bson_t* before, const bson_t* after, const std::string& prefix, const std::string& ignore,
-              int depth, std::vector<std::string>* paths) {
+              int depth, const std::vector<std::string>* only, std::vector<std::string>* paths) {
   bson_iter_t ib, ia;
   if (!bson_iter_init(&ib, before)) return;
   while (bson_iter_next(&ib)) {
     const char* key = bson_iter_key(&ib);
-    if (prefix.empty() && ignore == key) continue;
+    if (prefix.empty() && (ignore == key || !Listed(only, key))) continue;
     std::string path = prefix.empty() ? key : prefix + "." + key;
     if (!bson_iter_init_find(&ia, after, key)) {
       paths->push_back(std::move(path));  // removed
@@ -35,7 +44,7 @@ void DiffInto(const bson_t* before, const bson_t* after, const std::string& pref
       bson_t sb, sa;
       if (bson_init_static(&sb, db, lb) && bson_init_static(&sa, da, la)) {
         size_t before_count = paths->size();
-        DiffInto(&sb, &sa, path, ignore, depth + 1, paths);
+        DiffInto(&sb, &sa, path, ignore, depth + 1, nullptr, paths);
         // Same bytes but reordered fields show no sub-path: the parent changed.
         if (paths->size() == before_count) paths->push_back(std::move(path));
         continue;
@@ -46,7 +55,7 @@ void DiffInto(const bson_t* before, const bson_t* after, const std::string& pref
   if (!bson_iter_init(&ia, after)) return;
   while (bson_iter_next(&ia)) {
     const char* key = bson_iter_key(&ia);
-    if (prefix.empty() && ignore == key) continue;
+    if (prefix.empty() && (ignore == key || !Listed(only, key))) continue;
     if (!bson_iter_init_find(&ib, before, key)) {
       paths->push_back(prefix.empty() ? key : prefix + "." + key);  // added
     }
@@ -57,7 +66,12 @@ void DiffInto(const bson_t* before, const bson_t* after, const std::string& pref
 
 void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ignore,
                std::vector<std::string>* paths) {
-  DiffInto(before, after, "", ignore, 0, paths);
+  DiffInto(before, after, "", ignore, 0, nullptr, paths);
+}
+
+void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
+                       const std::string& ignore, std::vector<std::string>* paths) {
+  DiffInto(before, after, "", ignore, 0, &fields, paths);
 }
 
 bool PathsOverlap(const std::string& a, const std::string& b) {

@@ -24,6 +24,12 @@ namespace gatedb {
 void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ignore,
                std::vector<std::string>* paths);
 
+// DiffPaths restricted to the top-level fields named in `fields`, for a
+// caller that knows no other field differs (an operator update): the same
+// paths in the same order, without comparing the untouched fields.
+void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
+                       const std::string& ignore, std::vector<std::string>* paths);
+
 // True when `a` is `b`, or a parent or child path of it ("a" and "a.b").
 bool PathsOverlap(const std::string& a, const std::string& b);
 

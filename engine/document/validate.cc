@@ -210,22 +210,73 @@ Status ValidateIdValue(const bson_value_t& id) {
   }
 }
 
-Status ValidateForStorage(const bson_t* doc) {
+namespace {
+
+Status CheckSize(const bson_t* doc) {
   if (doc->len > kMaxUserDocumentSize) {
     return Status(ErrorCode::kBSONObjectTooLarge,
                   "object to insert too large. size in bytes: " + std::to_string(doc->len) +
                       ", max size: " + std::to_string(kMaxUserDocumentSize));
   }
+  return Status::OK();
+}
+
+bool Listed(const std::vector<std::string>& fields, const char* name) {
+  for (const std::string& f : fields) {
+    if (f == name) return true;
+  }
+  return false;
+}
+
+// The top-level rules (names, _id) on every field, or on those in `only`.
+Status CheckTopLevelNames(const bson_t* doc, const std::vector<std::string>* only);
+
+}  // namespace
+
+Status ValidateForStorage(const bson_t* doc) {
+  RETURN_IF_ERROR(CheckSize(doc));
   RETURN_IF_ERROR(WalkStatus(
       WalkFields(bson_get_data(doc), doc->len, kMaxStorageNestingDepth),
       "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
   RETURN_IF_ERROR(CheckStructure(doc));
 
+  return CheckTopLevelNames(doc, nullptr);
+}
+
+Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields) {
+  RETURN_IF_ERROR(CheckSize(doc));
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
+  while (bson_iter_next(&it)) {
+    if (!Listed(fields, bson_iter_key(&it))) continue;
+    if (!ElementUtf8Ok(&it)) return WalkStatus(WalkResult::kBadUtf8, "");
+    if (IsContainer(bson_iter_type(&it))) {
+      uint32_t len = 0;
+      const uint8_t* data = nullptr;
+      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        bson_iter_document(&it, &len, &data);
+      } else {
+        bson_iter_array(&it, &len, &data);
+      }
+      if (data == nullptr) return WalkStatus(WalkResult::kMalformed, "");
+      // The fields inside a top-level field are at depth 2.
+      RETURN_IF_ERROR(WalkStatus(
+          WalkFields(data, len, kMaxStorageNestingDepth - 1),
+          "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
+    }
+  }
+  return CheckTopLevelNames(doc, &fields);
+}
+
+namespace {
+
+Status CheckTopLevelNames(const bson_t* doc, const std::vector<std::string>* only) {
   bson_iter_t it;
   if (!bson_iter_init(&it, doc)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
   bool seen_id = false;
   while (bson_iter_next(&it)) {
     const char* name = bson_iter_key(&it);
+    if (only != nullptr && !Listed(*only, name)) continue;
     if (name[0] == '\0') {
       return Status(ErrorCode::kEmptyFieldName, "Document can't have an empty top-level field name");
     }
@@ -243,6 +294,8 @@ Status ValidateForStorage(const bson_t* doc) {
   }
   return Status::OK();
 }
+
+}  // namespace
 
 Status ValidateIncoming(const uint8_t* data, size_t len) {
   if (data == nullptr || len < 5) {

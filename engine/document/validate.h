@@ -32,6 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "gatedb/document.h"
 #include "gatedb/status.h"
@@ -60,6 +62,16 @@ constexpr int kMaxIncomingNestingDepth = 200;
 // Errors: InvalidBSON, BSONObjectTooLarge, Overflow, DollarPrefixedFieldName,
 // InvalidIdField, BadValue.
 Status ValidateForStorage(const bson_t* doc);
+
+// ValidateForStorage for a document made by an operator update from a
+// stored (valid) document, when only the top-level fields named in `fields`
+// can differ from it: the size, and every rule on those fields and all they
+// hold.  The other fields are the stored document's bytes and are not
+// walked again.  Same errors as ValidateForStorage.
+// REQUIRES: `doc` was built by libbson's append functions (well-formed at
+// the top level), and its fields not named in `fields` passed
+// ValidateForStorage before.
+Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields);
 
 // Checks an _id value on its own: not an array, regex or undefined; a
 // document _id holds no '$'-prefixed field names (DBRef allowed).  For an

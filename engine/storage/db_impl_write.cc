@@ -2,6 +2,7 @@
 // document per pessimistic RocksDB transaction (an insert batch shares one),
 // committed together with its journal event, after the version gate.
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <thread>
 
@@ -395,11 +396,11 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     ctx.positional_index = details.elem_match_index;
     int64_t now = NowMs();
     ctx.now_millis = now;
-    bson_t applied = BSON_INITIALIZER;
-    s = driver.Apply(&rec.doc, ctx, &applied);
+    bson_t* applied = bson_new();
+    s = driver.Apply(&rec.doc, ctx, applied);
     const bool stale = gate.basis_version && rec.version != *gate.basis_version;
     if (!s.ok()) {
-      bson_destroy(&applied);
+      bson_destroy(applied);
       if (stale) {
         // A stale write is told so first: the agent rereads and decides again.
         RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "write"));
@@ -408,8 +409,19 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     }
     // The paths this write changes (the version field left out): the
     // policy's input, the field-version table's, and the journal's.
+    // An operator update changes only the top-level fields it names, so
+    // only those are compared (and, below, validated).
     std::vector<std::string> paths;
-    DiffPaths(&rec.doc, &applied, vf, &paths);
+    if (driver.is_replacement()) {
+      DiffPaths(&rec.doc, applied, vf, &paths);
+    } else {
+      DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), vf, &paths);
+#ifndef NDEBUG
+      std::vector<std::string> all;
+      DiffPaths(&rec.doc, applied, vf, &all);
+      assert(all == paths && "an operator update changed a field it does not name");
+#endif
+    }
     if (stale) {
       // The check and the decision happen under the document's lock.
       std::vector<std::string> written;
@@ -429,24 +441,34 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
       }
       s = DecideStaleWrite(coll, key, rec, gate, w, written, "write");
       if (!s.ok()) {
-        bson_destroy(&applied);
+        bson_destroy(applied);
         return s;
       }
     }
     const bool merged = stale;  // a stale write that got here was let through
     bool changed = driver.bumps_version() ||
-                   !BinaryEqual(DocumentView(&rec.doc), DocumentView(&applied));
+                   !BinaryEqual(DocumentView(&rec.doc), DocumentView(applied));
     if (out->want_before) out->before = Document::Copy(&rec.doc);
     if (!changed) {
-      bson_destroy(&applied);
+      bson_destroy(applied);
       if (out->want_after) out->after = Document::Copy(&rec.doc);
       return Status::OK();
     }
-    bson_t* stamped = bson_new();
-    SetVersionField(&applied, vf, rec.version + 1, stamped);
-    bson_destroy(&applied);
-    Document next = Document::Adopt(stamped);
-    RETURN_IF_ERROR(ValidateForStorage(next.bson()));
+    if (!OverwriteVersionField(applied, vf, rec.version + 1)) {
+      bson_t* stamped = bson_new();
+      SetVersionField(applied, vf, rec.version + 1, stamped);
+      bson_destroy(applied);
+      applied = stamped;
+    }
+    Document next = Document::Adopt(applied);
+    if (driver.is_replacement()) {
+      RETURN_IF_ERROR(ValidateForStorage(next.bson()));
+    } else {
+      // The stored document was valid: check what the update wrote.
+      Status valid = ValidateWrittenFields(next.bson(), driver.top_level_fields());
+      assert(valid.code() == ValidateForStorage(next.bson()).code());
+      RETURN_IF_ERROR(valid);
+    }
     Document writer = BuildWriterBlock(w.context, now);
     bson_t table = BSON_INITIALIZER;
     UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,

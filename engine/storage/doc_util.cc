@@ -21,6 +21,13 @@ void SetVersionField(const bson_t* in, const std::string& field, int64_t version
   if (!replaced) bson_append_int64(out, field.c_str(), static_cast<int>(field.size()), version);
 }
 
+bool OverwriteVersionField(bson_t* doc, const std::string& field, int64_t version) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc, field.c_str()) || !BSON_ITER_HOLDS_INT64(&it)) return false;
+  bson_iter_overwrite_int64(&it, version);
+  return true;
+}
+
 bool GetId(const bson_t* doc, bson_value_t* id) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, doc, "_id")) return false;

@@ -17,6 +17,12 @@ namespace gatedb {
 // when not.
 void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out);
 
+// Sets the top-level int64 field `field` of `doc` to `version` by
+// overwriting its 8 bytes.  False (and `doc` unchanged) when `doc` has no
+// such int64 field; use SetVersionField then.
+// REQUIRES: `doc` is writable (made by bson_new or bson_init, not static).
+bool OverwriteVersionField(bson_t* doc, const std::string& field, int64_t version);
+
 // Points `id` at the document's top-level _id.  False when it has none.
 // The value borrows from `doc`.
 bool GetId(const bson_t* doc, bson_value_t* id);

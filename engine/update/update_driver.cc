@@ -448,6 +448,8 @@ Status UpdateDriver::ParseOperators() {
         if (internal::IsPositional(part)) has_positional_ = true;
       }
       if (op->parts[0] == "_id" || (!op->from_parts.empty() && op->from_parts[0] == "_id")) touches_id_ = true;
+      AddTopLevelField(op->parts[0]);
+      if (!op->from_parts.empty()) AddTopLevelField(op->from_parts[0]);
       ops_.push_back(std::move(op));
     }
   }

@@ -114,6 +114,11 @@ class UpdateDriver {
   // Every path an operator writes ($rename: both), cut at a positional
   // component ("$", "$[]"): what the field-version table records.
   std::vector<std::string> TargetPaths() const;
+  // The distinct top-level fields an operator update can change (the first
+  // component of every operator path; $rename: both), in the order first
+  // named.  Fields not listed keep their bytes, so a caller may diff and
+  // validate only these.  Empty for a replacement (it may change any).
+  const std::vector<std::string>& top_level_fields() const { return top_level_fields_; }
 
   // True when some operator path uses the positional `$`.
   bool has_positional() const { return has_positional_; }
@@ -152,6 +157,12 @@ class UpdateDriver {
   UpdateDriver();
 
   Status ParseOperators();
+  void AddTopLevelField(const std::string& name) {
+    for (const std::string& f : top_level_fields_) {
+      if (f == name) return;
+    }
+    top_level_fields_.push_back(name);
+  }
   Status ParseReplacement();
   Status ApplyReplacement(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
   Status ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
@@ -164,6 +175,7 @@ class UpdateDriver {
   bool bumps_version_ = false;
   bool has_positional_ = false;
   bool touches_id_ = false;  // some operator path starts at _id
+  std::vector<std::string> top_level_fields_;
   std::vector<std::unique_ptr<internal::Op>> ops_;
   std::unique_ptr<internal::UpdateNode> tree_;  // ops_ as a prefix tree
 };

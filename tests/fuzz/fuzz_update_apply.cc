@@ -8,7 +8,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "engine/document/diff.h"
+#include "engine/document/validate.h"
 #include "engine/update/update_driver.h"
 #include "tests/fuzz/fuzz_split.h"
 
@@ -52,6 +55,24 @@ void ApplyOnce(const gatedb::update::UpdateDriver& driver, const bson_t* u, cons
   bson_destroy(&out);
 }
 
+// The write path diffs and validates only the driver's top_level_fields():
+// on a storable document, that must agree with the whole-document checks.
+void CheckWrittenFieldsOnly(const gatedb::update::UpdateDriver& driver, const bson_t* u, const bson_t* d) {
+  if (driver.is_replacement() || !gatedb::ValidateForStorage(d).ok()) return;
+  bson_t out = BSON_INITIALIZER;
+  if (driver.Apply(d, gatedb::update::ApplyContext(), &out).ok()) {
+    std::vector<std::string> all, listed;
+    gatedb::DiffPaths(d, &out, "version", &all);
+    gatedb::DiffPathsOfFields(d, &out, driver.top_level_fields(), "version", &listed);
+    if (all != listed) Fail("an operator update changed a field outside top_level_fields()", u, d, &out);
+    if (gatedb::ValidateForStorage(&out).code() !=
+        gatedb::ValidateWrittenFields(&out, driver.top_level_fields()).code()) {
+      Fail("ValidateWrittenFields disagrees with ValidateForStorage", u, d, &out);
+    }
+  }
+  bson_destroy(&out);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -63,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   gatedb::update::ApplyContext plain;
   ApplyOnce(**driver, &docs.a, &docs.b, plain);
+  CheckWrittenFieldsOnly(**driver, &docs.a, &docs.b);
 
   gatedb::update::ApplyContext upsert;
   upsert.is_upsert_insert = true;

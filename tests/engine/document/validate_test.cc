@@ -214,6 +214,53 @@ TEST(ValidateForStorageTest, RejectsInvalidUtf8) {
   EXPECT_OK(ValidateForStorage(with_nul.bson()));
 }
 
+TEST(ValidateWrittenFieldsTest, ChecksTheListedFieldsWhole) {
+  // Invalid UTF-8 deep inside a written field is found...
+  bson_t* b = bson_new();
+  BSON_APPEND_INT32(b, "_id", 1);
+  bson_t child;
+  bson_append_document_begin(b, "a", 1, &child);
+  bson_append_utf8(&child, "s", 1, "ok\xc3", 3);
+  bson_append_document_end(b, &child);
+  bson_append_utf8(b, "t", 1, "\xff", 1);
+  Document d = Document::Adopt(b);
+  EXPECT_THAT(ValidateWrittenFields(d.bson(), {"a"}), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_THAT(ValidateWrittenFields(d.bson(), {"t"}), StatusIs(ErrorCode::kInvalidBSON));
+  // ...and fields the update did not write are the stored, checked bytes:
+  // by contract they are not walked again.
+  EXPECT_OK(ValidateWrittenFields(d.bson(), {"_id"}));
+
+  // Top-level name and _id rules apply to written fields.
+  Document dollar = test::Json(R"({"_id": 1, "$x": 1})");
+  EXPECT_THAT(ValidateWrittenFields(dollar.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
+  Document array_id = test::Json(R"({"_id": [1]})");
+  EXPECT_THAT(ValidateWrittenFields(array_id.bson(), {"_id"}), StatusIs(ErrorCode::kInvalidIdField));
+}
+
+TEST(ValidateWrittenFieldsTest, DepthCountsFromTheTop) {
+  for (bool arrays : {false, true}) {
+    SCOPED_TRACE(arrays ? "arrays" : "documents");
+    for (int depth : {99, 100, 101}) {
+      std::vector<uint8_t> bytes = NestedBytes(depth, arrays, false);  // {a: {a: ...}}
+      bson_t nested;
+      ASSERT_TRUE(bson_init_static(&nested, bytes.data(), bytes.size()));
+      Status full = ValidateForStorage(&nested);
+      Status written = ValidateWrittenFields(&nested, {arrays ? "0" : "a"});  // NestedBytes' key
+      EXPECT_EQ(full.code(), written.code()) << depth;
+      EXPECT_EQ(depth > 100, written.code() == ErrorCode::kOverflow) << depth;
+    }
+  }
+}
+
+TEST(ValidateWrittenFieldsTest, SizeLimitStillApplies) {
+  std::vector<uint8_t> payload(kMaxUserDocumentSize, 0xAB);
+  bson_t* b = bson_new();
+  BSON_APPEND_INT32(b, "_id", 1);
+  bson_append_binary(b, "b", 1, BSON_SUBTYPE_BINARY, payload.data(), static_cast<uint32_t>(payload.size()));
+  Document over = Document::Adopt(b);
+  EXPECT_THAT(ValidateWrittenFields(over.bson(), {"_id"}), StatusIs(ErrorCode::kBSONObjectTooLarge));
+}
+
 TEST(ValidateForStorageTest, RejectsCorruptNestedBytes) {
   Document d = test::Json(R"({"_id": 1, "a": {"b": "xyz"}})");
   std::vector<uint8_t> bytes = Bytes(d.bson());

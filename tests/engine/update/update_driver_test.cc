@@ -1,5 +1,8 @@
 #include "engine/update/update_driver.h"
 
+#include "engine/document/diff.h"
+#include "engine/document/validate.h"
+
 #include <string>
 #include <vector>
 
@@ -99,6 +102,22 @@ TEST_P(UpdateCaseTest, Applies) {
   Document want = c.want == "=" ? doc : test::Json(c.want);
   EXPECT_TRUE(BinaryEqual(want.view(), result.view()))
       << "want " << Canonical(want.bson()) << "\n got " << Canonical(result.bson());
+
+  // The write path diffs and validates only top_level_fields() of an
+  // operator update: that must give what the whole-document versions give.
+  UpdateOptions opts;
+  opts.version_field = c.version_field;
+  auto driver = UpdateDriver::Parse(update.bson(), opts);
+  ASSERT_OK(driver.status());
+  if ((*driver)->is_replacement() || c.insert) return;
+  std::vector<std::string> all, listed;
+  DiffPaths(doc.bson(), result.bson(), c.version_field, &all);
+  DiffPathsOfFields(doc.bson(), result.bson(), (*driver)->top_level_fields(), c.version_field, &listed);
+  EXPECT_EQ(all, listed);
+  if (ValidateForStorage(doc.bson()).ok()) {
+    EXPECT_EQ(ValidateForStorage(result.bson()).code(),
+              ValidateWrittenFields(result.bson(), (*driver)->top_level_fields()).code());
+  }
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }

@@ -115,7 +115,10 @@ class Journal {
   // and need no locks), so that the event commits or rolls back with the
   // data.  The stored event is a copy of `event` whose first field is
   // "seq": seq (an int64; a "seq" already in `event` is dropped), with "at"
-  // set to the clock (a BSON date) when `event` has none.
+  // set to the clock (a BSON date) when `event` has none.  An event that
+  // already starts with an int64 "seq" placeholder and holds its date "at"
+  // is stored without being rebuilt: only the placeholder is overwritten
+  // (the writer's fast path).
   //   doc_key: the document's storage key; may be empty (no document).
   //   version_after, index_doc: when index_doc, a "journal_doc" entry
   //     (doc_key, seq) -> version_after is written, so EventsForDocument
@@ -214,6 +217,8 @@ class Journal {
   struct EncodedEvent;
   Status Encode(uint64_t seq, const bson_t* event, std::string_view doc_key, int64_t version_after,
                 bool index_doc, EncodedEvent* out) const;
+  static void FinishIndex(std::string_view doc_key, uint64_t seq, int64_t version_after, bool index_doc,
+                          EncodedEvent* out);
   Status DeleteCollected(uint64_t new_first);
   void CollectorLoop();
 

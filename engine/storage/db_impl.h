@@ -173,10 +173,10 @@ class DBImpl {
   Status CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events);
   // A refused gated write: the VersionConflict / StaleBasis status with its
   // errInfo, and its conflict event in the journal.
-  Status RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
-                          int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
-                          const WriteOptionsInternal& w, ErrorCode code, const std::string& why,
-                          const bson_t* field_versions = nullptr, const RefusalDetail* detail = nullptr);
+  // `rec`: the document as it is (null when there is none).
+  Status RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const RecordView* rec,
+                          const WriteGate& gate, const WriteOptionsInternal& w, ErrorCode code,
+                          const std::string& why, const RefusalDetail* detail = nullptr);
   // Whether a conflict policy lets a write with a stale basis through.
   // `written`: the paths the write changes ("" for everything).
   bool PolicyAllows(const CollectionOptions& opts, const RecordView& rec, const WriteGate& gate,

@@ -52,7 +52,6 @@ struct PendingEvent {
   Document event;
   std::string doc_key;
   int64_t version_after = 0;
-  bool index_doc = true;
 };
 
 struct DBImpl::WriteOutcome {

@@ -92,7 +92,9 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
   for (PendingEvent& e : *events) {
     uint64_t seq = journal_->AllocateSeq();
     seqs.push_back(seq);
-    s = journal_->AddToTransaction(txn.get(), seq, e.event.bson(), e.doc_key, e.version_after, e.index_doc);
+    // No per-document index entry: the record's field-version table answers
+    // what the index did (conflictingFields), one RocksDB key cheaper.
+    s = journal_->AddToTransaction(txn.get(), seq, e.event.bson(), e.doc_key, e.version_after, false);
     if (!s.ok()) break;
   }
   if (s.ok()) s = txn.Commit();
@@ -149,25 +151,31 @@ Status DBImpl::CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra
   return CommitWithEvents(scope->txn, &scope->events);
 }
 
-Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const bson_t* current,
-                                int64_t current_version, const bson_t* last_writer, const WriteGate& gate,
-                                const WriteOptionsInternal& w, ErrorCode code, const std::string& why,
-                                const bson_t* field_versions, const RefusalDetail* detail) {
+Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key, const RecordView* rec,
+                                const WriteGate& gate, const WriteOptionsInternal& w, ErrorCode code,
+                                const std::string& why, const RefusalDetail* detail) {
+  const bson_t* current = rec ? &rec->doc : nullptr;
+  const int64_t current_version = rec ? rec->version : 0;
   std::vector<std::string> conflicting;
   bool complete = false;
   if (detail != nullptr && detail->fields) {
     conflicting = *detail->fields;
     complete = true;
-  } else if (gate.basis_version && field_versions != nullptr && current_version > *gate.basis_version) {
-    // The field-version table says what changed after the basis, exactly.
-    conflicting = ChangedSince(field_versions, *gate.basis_version);
-    complete = !(conflicting.size() == 1 && conflicting[0].empty());
-    if (!complete) conflicting.clear();
-  } else if (gate.basis_version && !doc_key.empty() && current_version > *gate.basis_version) {
-    std::vector<Document> history;
-    if (journal_->EventsForDocument(doc_key, *gate.basis_version, &history).ok()) {
-      complete = true;
-      for (const Document& e : history) AppendChangedPaths(e.bson(), &conflicting);
+  } else if (gate.basis_version && rec != nullptr && current_version > *gate.basis_version) {
+    if (rec->tracks_field_versions) {
+      // The field-version table says what changed after the basis, exactly
+      // (no table: nothing but the version changed since the insert).
+      if (rec->has_field_versions) conflicting = ChangedSince(&rec->field_versions, *gate.basis_version);
+      complete = !(conflicting.size() == 1 && conflicting[0].empty());
+      if (!complete) conflicting.clear();
+    } else if (!doc_key.empty()) {
+      // A record of the first format has no table: the per-document journal
+      // index written with it holds its history.
+      std::vector<Document> history;
+      if (journal_->EventsForDocument(doc_key, *gate.basis_version, &history).ok() && !history.empty()) {
+        complete = true;
+        for (const Document& e : history) AppendChangedPaths(e.bson(), &conflicting);
+      }
     }
   }
   bson_value_t id;
@@ -181,7 +189,7 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   info.current = current;
   info.conflicting_fields = std::move(conflicting);
   info.conflicting_fields_complete = complete;
-  info.last_writer = last_writer;
+  info.last_writer = rec && rec->has_writer ? &rec->writer : nullptr;
   info.reason = why;
   info.context = &w.context;
   info.now_ms = NowMs();
@@ -197,7 +205,6 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   ev.event = BuildConflictEvent(info);
   ev.doc_key = std::string(doc_key);
   ev.version_after = current_version;
-  ev.index_doc = false;
   std::vector<PendingEvent> events;
   events.push_back(std::move(ev));
   Status s;
@@ -255,11 +262,10 @@ Status DBImpl::DecideStaleWrite(const Collection& coll, const std::string& key, 
                                 const std::vector<std::string>& written, const char* what) {
   RefusalDetail detail;
   if (PolicyAllows(*coll.opts(), rec, gate, w, written, &detail)) return Status::OK();
-  return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
-                          ErrorCode::kVersionConflict,
+  return RefuseGatedWrite(coll, key, &rec, gate, w, ErrorCode::kVersionConflict,
                           "the document is at version " + std::to_string(rec.version) + " but the " + what +
                               " was based on version " + std::to_string(*gate.basis_version),
-                          rec.has_field_versions ? &rec.field_versions : nullptr, &detail);
+                          &detail);
 }
 
 Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,
@@ -275,25 +281,14 @@ Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const
   // Name the document when the filter does.
   bson_value_t id;
   std::string key;
-  Document current;
-  int64_t version = 0;
+  std::string value;
+  RecordView rec;
   bool have = false;
-  Document writer;
   if (PointIdFromFilter(filter, &id)) {
     key = keys::EncodeDocKey(coll.info.id, id);
-    std::string value;
-    if (db_->Get(rocksdb::ReadOptions(), docs_cf_, key, &value).ok()) {
-      RecordView rec;
-      if (DecodeRecord(value, &rec).ok()) {
-        current = Document::Copy(&rec.doc);
-        version = rec.version;
-        if (rec.has_writer) writer = Document::Copy(&rec.writer);
-        have = true;
-      }
-    }
+    have = db_->Get(rocksdb::ReadOptions(), docs_cf_, key, &value).ok() && DecodeRecord(value, &rec).ok();
   }
-  return RefuseGatedWrite(coll, key, have ? current.bson() : nullptr, version,
-                          have && !writer.empty() ? writer.bson() : nullptr, gate, w, ErrorCode::kStaleBasis, why);
+  return RefuseGatedWrite(coll, key, have ? &rec : nullptr, gate, w, ErrorCode::kStaleBasis, why);
 }
 
 StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
@@ -635,8 +630,7 @@ Status DBImpl::BasisTargetMissing(const Collection& coll, const bson_t* filter, 
       RecordView rec;
       RETURN_IF_ERROR(DecodeRecord(value, &rec));
       if (rec.version != *gate.basis_version) {
-        return RefuseGatedWrite(coll, key, &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate,
-                                w, ErrorCode::kVersionConflict,
+        return RefuseGatedWrite(coll, key, &rec, gate, w, ErrorCode::kVersionConflict,
                                 "the document is at version " + std::to_string(rec.version) +
                                     " but the write was based on version " + std::to_string(*gate.basis_version) +
                                     " (and no longer matches the filter)");
@@ -674,8 +668,7 @@ void DBImpl::DetectIdiomConflict(const Collection& coll, const bson_t* filter, s
   gate.idiom = true;
   gate.basis_version = expected;
   // Record the refusal; the statement itself still answers n: 0, as MongoDB.
-  RefuseGatedWrite(coll, keys[0], &rec.doc, rec.version, rec.has_writer ? &rec.writer : nullptr, gate, w,
-                   ErrorCode::kVersionConflict,
+  RefuseGatedWrite(coll, keys[0], &rec, gate, w, ErrorCode::kVersionConflict,
                    "the filter asked for version " + std::to_string(expected) + " but the document is at version " +
                        std::to_string(rec.version))
       .PermitUnchecked();

@@ -87,6 +87,7 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
                          const WriteGate& gate, int64_t now_ms) {
   bson_t* b = bson_new();
+  BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
   BSON_APPEND_UTF8(b, "op", op);
   BSON_APPEND_UTF8(b, "ns", ns.c_str());
   BSON_APPEND_VALUE(b, "_id", &id);
@@ -170,6 +171,7 @@ Document BuildConflictErrInfo(const ConflictInfo& info) {
 
 Document BuildConflictEvent(const ConflictInfo& info) {
   bson_t* b = bson_new();
+  BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
   BSON_APPEND_UTF8(b, "op", "conflict");
   BSON_APPEND_UTF8(b, "ns", info.ns.c_str());
   if (info.id) {

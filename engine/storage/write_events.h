@@ -29,9 +29,9 @@ Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms);
 // Appends the write context as PROTOCOL.md's writeContext document.
 void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);
 
-// A committed write's event: {op, ns, _id, versionBefore, versionAfter,
-// writeContext, changedPaths, at, gated, basisVersion?}.  The journal adds
-// `seq` first.  A missing before/after version is null (insert / delete).
+// A committed write's event: {seq: 0, op, ns, _id, versionBefore,
+// versionAfter, writeContext, changedPaths, at, gated, basisVersion?}.  The
+// journal writes the real `seq` into the placeholder at commit.  A missing before/after version is null (insert / delete).
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
@@ -66,7 +66,7 @@ struct ConflictInfo {
 // errInfo: {basisVersion, currentVersion, current, conflictingFields,
 // conflictingFieldsComplete, lastWriter, reason, suggestedAction, policy}.
 Document BuildConflictErrInfo(const ConflictInfo& info);
-// The conflict event: {op: "conflict", ns, _id, versionBefore, versionAfter
+// The conflict event (with the same `seq` placeholder): {op: "conflict", ns, _id, versionBefore, versionAfter
 // (both the current version), basisVersion, writeContext, changedPaths: [],
 // conflictingFields, code, reason, policy, at, gated: true}.
 Document BuildConflictEvent(const ConflictInfo& info);

@@ -267,6 +267,44 @@ TEST_F(JournalTest, SeqIsTheFirstFieldAndAtIsStamped) {
   EXPECT_EQ(SeqOf(r->events[1]), 2);
 }
 
+TEST_F(JournalTest, SeqPlaceholderIsFilledInPlace) {
+  // The engine's events start with {seq: <int64 0>} and carry "at": stored
+  // as they are, with the seq written into the placeholder.
+  Document ev = test::Json(R"({"seq": {"$numberLong": "0"}, "op": "update", "ns": "db.c",
+                               "at": {"$date": 5}, "gated": true})");
+  ASSERT_EQ(Write(ev, "k", 1), 1u);
+  ASSERT_EQ(Write(ev, "k", 2), 2u);
+  // A placeholder without "at" takes the general path, which stamps it.
+  Document no_at = test::Json(R"({"seq": {"$numberLong": "0"}, "op": "update", "ns": "db.c"})");
+  now_ = kStartMs + 9;
+  ASSERT_EQ(Write(no_at, "k", 3), 3u);
+  // A conflict event with a placeholder is still not indexed per document.
+  Document conflict = test::Json(R"({"seq": {"$numberLong": "0"}, "op": "conflict", "at": {"$date": 5}})");
+  {
+    std::unique_ptr<rocksdb::Transaction> txn(db_->BeginTransaction(rocksdb::WriteOptions()));
+    std::lock_guard<std::mutex> l(commit_mu_);
+    uint64_t seq = journal_->AllocateSeq();
+    EXPECT_THAT(journal_->AddToTransaction(txn.get(), seq, conflict.bson(), "k", 1, true),
+                StatusIs(ErrorCode::kBadValue));
+    ASSERT_TRUE(txn->Rollback().ok());
+    journal_->ReleaseSeq(seq);
+  }
+  auto r = journal_->Read({});
+  ASSERT_OK(r);
+  ASSERT_EQ(r->events.size(), 3u);
+  EXPECT_EQ(test::ToJson(r->events[0].bson()),
+            R"({ "seq" : 1, "op" : "update", "ns" : "db.c", "at" : { "$date" : "1970-01-01T00:00:00.005Z" }, )"
+            R"("gated" : true })");
+  EXPECT_EQ(SeqOf(r->events[1]), 2);
+  EXPECT_EQ(SeqOf(r->events[2]), 3);
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init_find(&it, r->events[2].bson(), "at"));
+  EXPECT_EQ(bson_iter_date_time(&it), kStartMs + 9);
+  // The caller's document is not changed.
+  ASSERT_TRUE(bson_iter_init_find(&it, ev.bson(), "seq"));
+  EXPECT_EQ(bson_iter_int64(&it), 0);
+}
+
 TEST_F(JournalTest, BadEventsAreRefused) {
   std::unique_ptr<rocksdb::Transaction> txn(db_->BeginTransaction(rocksdb::WriteOptions()));
   std::lock_guard<std::mutex> l(commit_mu_);

@@ -209,6 +209,11 @@ StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& d
 }
 
 StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const FindOptions& options) {
+  return FindImpl(filter, options, options.limit);
+}
+
+StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const FindOptions& options,
+                                                     int64_t limit) {
   if (options.lock_documents && options.txn == nullptr) {
     return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
   }
@@ -219,7 +224,7 @@ StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const Find
     req.projection = options.projection;
     req.sort = options.sort;
     req.skip = options.skip;
-    req.limit = options.limit;
+    req.limit = limit;
     req.scope = scope;
     req.lock_documents = options.lock_documents;
     ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
@@ -228,9 +233,7 @@ StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const Find
 }
 
 StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {
-  FindOptions one = options;
-  one.limit = 1;
-  ASSIGN_OR_RETURN(std::vector<Document> docs, Find(filter, one));
+  ASSIGN_OR_RETURN(std::vector<Document> docs, FindImpl(filter, options, 1));
   if (docs.empty()) return std::optional<Document>();
   return std::optional<Document>(std::move(docs[0]));
 }

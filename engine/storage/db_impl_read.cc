@@ -89,7 +89,14 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
   RETURN_IF_ERROR(ValidateNamespace(req.ns));
   RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit, ErrorCode::kLocation51024));
-  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.filter.bson()));
+  // {_id: v} alone: the point read by _id's key is the whole match (equal
+  // _id values share one key), so the matcher is not even parsed.
+  bson_value_t point_id;
+  const bool id_only = PointIdFromFilter(req.filter.bson(), &point_id) && bson_count_keys(req.filter.bson()) == 1;
+  std::unique_ptr<query::Matcher> matcher;
+  if (!id_only) {
+    ASSIGN_OR_RETURN(matcher, query::Matcher::Parse(req.filter.bson()));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<projection::Projection> proj,
                    projection::Projection::Parse(req.projection.bson()));
   std::unique_ptr<projection::SortSpec> sort;
@@ -130,7 +137,7 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
     RETURN_IF_ERROR(ForEachCandidate(
         db_, docs_cf_, coll->info.id, req.filter.bson(),
         [&](std::string_view key, const RecordView& rec) {
-          if (!matcher->Matches(&rec.doc)) return true;
+          if (matcher && !matcher->Matches(&rec.doc)) return true;
           if (skipped < req.skip) {
             ++skipped;
             return true;
@@ -155,7 +162,7 @@ StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
   RETURN_IF_ERROR(ForEachCandidate(
       db_, docs_cf_, coll->info.id, req.filter.bson(),
       [&](std::string_view key, const RecordView& rec) {
-        if (!matcher->Matches(&rec.doc)) return true;
+        if (matcher && !matcher->Matches(&rec.doc)) return true;
         Row row{projection::SortKey(), Document::Copy(&rec.doc), std::string(key),
                 rec.has_field_versions && req.field_versions ? Document::Copy(&rec.field_versions) : Document()};
         sort->ExtractKey(row.doc.bson(), &row.key);

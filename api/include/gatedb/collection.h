@@ -212,6 +212,7 @@ class Collection {
       : db_(db), db_name_(std::move(db_name)), name_(std::move(name)) {}
   StatusOr<UpdateResult> UpdateImpl(DocumentView filter, DocumentView update, bool multi,
                                     const UpdateOptions& options);
+  StatusOr<std::vector<Document>> FindImpl(DocumentView filter, const FindOptions& options, int64_t limit);
   StatusOr<std::optional<Document>> FindAndModifyImpl(DocumentView filter, const Document* update,
                                                       bool remove, const FindOneAndModifyOptions& options);
   // A write whose context holds an idempotency key goes through the command

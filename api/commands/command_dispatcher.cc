@@ -277,6 +277,12 @@ Document CommandDispatcher::RunKeyed(commands::CommandContext& ctx, commands::Co
   if (!valid.ok()) return ErrorReply(valid);
   IdempotencyLog* log = db_->idempotency();
   std::string key = IdempotencyLog::EncodeKey(wc.task_id, *wc.write_seq);
+  bool sync = false;  // writeConcern {j: true}
+  bson_iter_t it, j;
+  if (bson_iter_init_find(&it, ctx.cmd, "writeConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+      bson_iter_recurse(&it, &j) && bson_iter_find(&j, "j")) {
+    sync = bson_iter_as_bool(&j);
+  }
   std::string fp = commands::CommandFingerprint(ctx.cmd);
   // One request per key at a time: a concurrent duplicate waits here and
   // then replays the stored reply.
@@ -297,6 +303,9 @@ Document CommandDispatcher::RunKeyed(commands::CommandContext& ctx, commands::Co
                                    ") was already used for a different command; use a new writeSeq",
                                std::make_shared<const Document>(Document::Adopt(info))));
     }
+    // A durable retry is answered once what it replays is durable.
+    Status durable = db_->SyncCommitted(sync);
+    if (!durable.ok()) return ErrorReply(durable);
     bson_t* reply = bson_copy(rec.reply.bson());
     BSON_APPEND_BOOL(reply, "replayed", true);
     return Document::Adopt(reply);
@@ -304,11 +313,7 @@ Document CommandDispatcher::RunKeyed(commands::CommandContext& ctx, commands::Co
 
   WriteOptionsInternal w;
   w.context = wc;
-  bson_iter_t it, j;
-  if (bson_iter_init_find(&it, ctx.cmd, "writeConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-      bson_iter_recurse(&it, &j) && bson_iter_find(&j, "j")) {
-    w.sync = bson_iter_as_bool(&j);
-  }
+  w.sync = sync;
   std::unique_ptr<WriteScope> scope = db_->BeginScope(w);
   ctx.scope = scope.get();
   ctx.keyed = true;

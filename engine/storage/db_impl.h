@@ -16,6 +16,7 @@
 #include <rocksdb/utilities/transaction_db.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,6 +119,15 @@ class DBImpl {
   // with released = false.
   StatusOr<LeaseInfo> ReleaseLease(const Namespace& ns, const bson_value_t& id, const std::string& holder);
 
+  // Makes every write committed so far durable (an fsync of RocksDB's WAL)
+  // when `sync` or Options::sync asks for it; a no-op otherwise.  Durable
+  // commits call it after leaving commit_mu_, so that concurrent durable
+  // writers share one fsync (group commit); a replayed durable write calls
+  // it before answering.
+  // Errors: WriteConcernFailed when the fsync fails (the write is applied
+  // but may not survive a power loss).
+  Status SyncCommitted(bool sync);
+
   const Options& options() const { return options_; }
   wal::Journal* journal() { return journal_.get(); }
   IdempotencyLog* idempotency() { return idempotency_.get(); }
@@ -169,7 +179,8 @@ class DBImpl {
 
   // Numbers `events` in the journal, adds them to `txn` and commits, as one
   // atomic RocksDB write, under commit_mu_ (which keeps the journal's
-  // sequence gap-free and in commit order).
+  // sequence gap-free and in commit order).  A durable (sync) commit is
+  // written under the mutex and fsynced after it (SyncCommitted).
   Status CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events);
   // A refused gated write: the VersionConflict / StaleBasis status with its
   // errInfo, and its conflict event in the journal.
@@ -227,8 +238,16 @@ class DBImpl {
   StatusOr<LeaseInfo> LeaseCommand(LeaseOp op, const Namespace& ns, const bson_value_t& id, int64_t ttl_ms,
                                    const std::string& holder);
 
-  // Held from journal sequence allocation through commit.
+  // Held from journal sequence allocation through commit (not through a
+  // durable commit's fsync: see SyncCommitted).
   std::mutex commit_mu_;
+
+  // Group commit: one thread at a time fsyncs the WAL (the leader); writers
+  // whose commit it covers wait for it instead of syncing again.
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  bool syncing_ = false;             // GUARDED_BY(sync_mu_)
+  uint64_t synced_rocks_seq_ = 0;    // GUARDED_BY(sync_mu_): durable up to this RocksDB sequence
 
   mutable std::shared_mutex catalog_mu_;
   std::map<std::string, std::shared_ptr<Collection>> collections_;  // GUARDED_BY(catalog_mu_), key: full ns

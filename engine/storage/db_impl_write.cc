@@ -85,24 +85,64 @@ Status BasisWithMultiError() {
 }  // namespace
 
 Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
-  std::lock_guard<std::mutex> lock(commit_mu_);
-  std::vector<uint64_t> seqs;
-  seqs.reserve(events->size());
-  Status s;
-  for (PendingEvent& e : *events) {
-    uint64_t seq = journal_->AllocateSeq();
-    seqs.push_back(seq);
-    // No per-document index entry: the record's field-version table answers
-    // what the index did (conflictingFields), one RocksDB key cheaper.
-    s = journal_->AddToTransaction(txn.get(), seq, e.event.bson(), e.doc_key, e.version_after, false);
-    if (!s.ok()) break;
+  // A durable commit is written (WAL and memtable) under commit_mu_ without
+  // its fsync, then made durable after the mutex is released: other writers
+  // commit meanwhile, and one fsync covers every commit before it.  The
+  // caller is answered only after its fsync.
+  rocksdb::WriteOptions* wo = txn->GetWriteOptions();
+  const bool durable = wo->sync;
+  if (durable) {
+    rocksdb::WriteOptions relaxed = *wo;
+    relaxed.sync = false;
+    txn->SetWriteOptions(relaxed);
   }
-  if (s.ok()) s = txn.Commit();
-  if (!s.ok()) {
-    for (auto it = seqs.rbegin(); it != seqs.rend(); ++it) journal_->ReleaseSeq(*it);
-    return s;
+  {
+    std::lock_guard<std::mutex> lock(commit_mu_);
+    std::vector<uint64_t> seqs;
+    seqs.reserve(events->size());
+    Status s;
+    for (PendingEvent& e : *events) {
+      uint64_t seq = journal_->AllocateSeq();
+      seqs.push_back(seq);
+      // No per-document index entry: the record's field-version table
+      // answers what the index did (conflictingFields), one key cheaper.
+      s = journal_->AddToTransaction(txn.get(), seq, e.event.bson(), e.doc_key, e.version_after, false);
+      if (!s.ok()) break;
+    }
+    if (s.ok()) s = txn.Commit();
+    if (!s.ok()) {
+      for (auto it = seqs.rbegin(); it != seqs.rend(); ++it) journal_->ReleaseSeq(*it);
+      return s;
+    }
+    if (!seqs.empty()) journal_->Published(seqs.back());
   }
-  if (!seqs.empty()) journal_->Published(seqs.back());
+  return durable ? SyncCommitted(true) : Status::OK();
+}
+
+Status DBImpl::SyncCommitted(bool sync) {
+  if (!sync && !options_.sync) return Status::OK();
+  // Everything up to this RocksDB sequence is committed, hence written to
+  // the WAL file: it is what the caller needs durable.
+  const uint64_t needed = db_->GetLatestSequenceNumber();
+  std::unique_lock<std::mutex> l(sync_mu_);
+  for (;;) {
+    if (synced_rocks_seq_ >= needed) return Status::OK();
+    if (!syncing_) break;
+    sync_cv_.wait(l);  // the running fsync may cover us; look again after it
+  }
+  syncing_ = true;
+  const uint64_t target = db_->GetLatestSequenceNumber();  // >= needed
+  l.unlock();
+  rocksdb::Status rs = db_->SyncWAL();
+  l.lock();
+  syncing_ = false;
+  if (rs.ok()) synced_rocks_seq_ = std::max(synced_rocks_seq_, target);
+  sync_cv_.notify_all();
+  if (!rs.ok()) {
+    return Status(ErrorCode::kWriteConcernFailed,
+                  "the write was applied but could not be made durable (fsync of the write-ahead log failed: " +
+                      rs.ToString() + "); it may not survive a power loss");
+  }
   return Status::OK();
 }
 

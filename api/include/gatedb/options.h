@@ -11,6 +11,10 @@
 #include <optional>
 #include <string>
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace gatedb {
 
 class Transaction;
@@ -56,6 +60,12 @@ struct Options {
   // The clock (ms since the epoch) for retention and event times; tests
   // inject one.  Default: null (the system clock)
   std::function<int64_t()> clock_ms;
+
+  // The RocksDB Env the store runs on, for fault-injection tests
+  // (tests/fault/) or an in-memory store; the caller keeps it alive until
+  // the Database is closed.
+  // Default: null (the default Env)
+  rocksdb::Env* env = nullptr;
 };
 
 // Who writes, and why: recorded in the journal with every write, used by

@@ -81,15 +81,91 @@ bool SubDocument(const bson_iter_t* it, bson_t* out) {
   return bson_init_static(out, data, len);
 }
 
-void AppendShaped(bson_t* out, const Field& f, Shape shape);
-
-void AppendDocShaped(bson_t* out, std::string_view key, const bson_t* doc, Shape shape, bool is_array) {
-  bson_t child;
-  if (is_array) {
-    bson_append_array_begin(out, key.data(), static_cast<int>(key.size()), &child);
-  } else {
-    bson_append_document_begin(out, key.data(), static_cast<int>(key.size()), &child);
+// The canonical form goes to a sink: a BSON builder (CanonicalCommand) or
+// a hash stream (CommandFingerprint), so the fingerprint needs no copy of
+// the command.
+//
+// BsonSink builds the canonical form as BSON.
+class BsonSink {
+ public:
+  BsonSink() { stack_.push_back(AlignedBson{BSON_INITIALIZER}); }
+  ~BsonSink() { bson_destroy(&stack_[0].b); }
+  void Exact(std::string_view key, const bson_iter_t* it) {
+    bson_append_iter(top(), key.data(), static_cast<int>(key.size()), it);
   }
+  void Begin(std::string_view key, bool is_array) {
+    AlignedBson child;
+    if (is_array) {
+      bson_append_array_begin(top(), key.data(), static_cast<int>(key.size()), &child.b);
+    } else {
+      bson_append_document_begin(top(), key.data(), static_cast<int>(key.size()), &child.b);
+    }
+    arrays_.push_back(is_array);
+    stack_.push_back(child);
+  }
+  void End() {
+    AlignedBson child = stack_.back();
+    stack_.pop_back();
+    bool is_array = arrays_.back();
+    arrays_.pop_back();
+    if (is_array) {
+      bson_append_array_end(top(), &child.b);
+    } else {
+      bson_append_document_end(top(), &child.b);
+    }
+  }
+  std::string Bytes() const {
+    return std::string(reinterpret_cast<const char*>(bson_get_data(&stack_[0].b)), stack_[0].b.len);
+  }
+
+ private:
+  struct AlignedBson {  // keeps bson_t's alignment inside the vector
+    bson_t b;
+  };
+  bson_t* top() { return &stack_.back().b; }
+  std::vector<AlignedBson> stack_;
+  std::vector<bool> arrays_;
+};
+
+// HashSink streams the canonical form into XXH3-128 as a self-delimiting
+// byte sequence: each element is its type byte, its name and 0x00, then its
+// value's BSON bytes (which carry their own length), or, for a container
+// whose fields were reordered, its fields and a closing 0x00 (no element
+// type is 0x00).  Two commands hash alike exactly when their canonical forms
+// are equal.
+class HashSink {
+ public:
+  HashSink() : state_(XXH3_createState()) { XXH3_128bits_reset(state_); }
+  ~HashSink() { XXH3_freeState(state_); }
+  HashSink(const HashSink&) = delete;
+  HashSink& operator=(const HashSink&) = delete;
+  void Exact(std::string_view key, const bson_iter_t* it) {
+    Header(bson_iter_type(it), key);
+    XXH3_128bits_update(state_, it->raw + it->d1, it->next_off - it->d1);
+  }
+  void Begin(std::string_view key, bool is_array) { Header(is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT, key); }
+  void End() {
+    const uint8_t zero = 0;
+    XXH3_128bits_update(state_, &zero, 1);
+  }
+  XXH128_hash_t Digest() { return XXH3_128bits_digest(state_); }
+
+ private:
+  void Header(bson_type_t type, std::string_view key) {
+    const uint8_t t = static_cast<uint8_t>(type);
+    XXH3_128bits_update(state_, &t, 1);
+    XXH3_128bits_update(state_, key.data(), key.size());
+    End();
+  }
+  XXH3_state_t* state_;  // opaque in the shared library's API: allocated by it
+};
+
+template <typename Sink>
+void EmitShaped(Sink* out, const Field& f, Shape shape);
+
+template <typename Sink>
+void EmitDocShaped(Sink* out, std::string_view key, const bson_t* doc, Shape shape, bool is_array) {
+  out->Begin(key, is_array);
   std::vector<Field> fields = Fields(doc);
   bool operators = shape == Shape::kUpdate && !fields.empty() && fields[0].key[0] == '$';
   if (shape == Shape::kTopSorted || shape == Shape::kStatement || operators) SortFields(&fields);
@@ -98,44 +174,44 @@ void AppendDocShaped(bson_t* out, std::string_view key, const bson_t* doc, Shape
     if (shape == Shape::kStatements) inner = Shape::kStatement;
     if (shape == Shape::kStatement) inner = ShapeInStatement(f.key);
     if (operators) inner = Shape::kTopSorted;
-    AppendShaped(&child, f, inner);
+    EmitShaped(out, f, inner);
   }
-  if (is_array) {
-    bson_append_array_end(out, &child);
-  } else {
-    bson_append_document_end(out, &child);
-  }
+  out->End();
 }
 
-void AppendShaped(bson_t* out, const Field& f, Shape shape) {
+template <typename Sink>
+void EmitShaped(Sink* out, const Field& f, Shape shape) {
   bson_t sub;
   if (shape != Shape::kExact && SubDocument(&f.it, &sub)) {
-    AppendDocShaped(out, f.key, &sub, shape, BSON_ITER_HOLDS_ARRAY(&f.it));
+    EmitDocShaped(out, f.key, &sub, shape, BSON_ITER_HOLDS_ARRAY(&f.it));
     return;
   }
-  bson_append_iter(out, f.key.data(), static_cast<int>(f.key.size()), &f.it);
+  out->Exact(f.key, &f.it);
+}
+
+template <typename Sink>
+void EmitCommand(Sink* out, const bson_t* cmd) {
+  std::vector<Field> fields = Fields(cmd);
+  if (fields.empty()) return;
+  out->Exact(fields[0].key, &fields[0].it);
+  std::vector<Field> rest(fields.begin() + 1, fields.end());
+  rest.erase(std::remove_if(rest.begin(), rest.end(), [](const Field& f) { return LeftOut(f.key); }), rest.end());
+  SortFields(&rest);
+  for (const Field& f : rest) EmitShaped(out, f, ShapeOfTopLevel(f.key));
 }
 
 }  // namespace
 
 std::string CanonicalCommand(const bson_t* cmd) {
-  bson_t out = BSON_INITIALIZER;
-  std::vector<Field> fields = Fields(cmd);
-  if (!fields.empty()) {
-    bson_append_iter(&out, fields[0].key.data(), static_cast<int>(fields[0].key.size()), &fields[0].it);
-    std::vector<Field> rest(fields.begin() + 1, fields.end());
-    rest.erase(std::remove_if(rest.begin(), rest.end(), [](const Field& f) { return LeftOut(f.key); }), rest.end());
-    SortFields(&rest);
-    for (const Field& f : rest) AppendShaped(&out, f, ShapeOfTopLevel(f.key));
-  }
-  std::string bytes(reinterpret_cast<const char*>(bson_get_data(&out)), out.len);
-  bson_destroy(&out);
-  return bytes;
+  BsonSink sink;
+  EmitCommand(&sink, cmd);
+  return sink.Bytes();
 }
 
 std::string CommandFingerprint(const bson_t* cmd) {
-  std::string canonical = CanonicalCommand(cmd);
-  XXH128_hash_t h = XXH3_128bits(canonical.data(), canonical.size());
+  HashSink sink;
+  EmitCommand(&sink, cmd);
+  XXH128_hash_t h = sink.Digest();
   std::string out;
   PutFixed64BE(&out, h.high64);
   PutFixed64BE(&out, h.low64);

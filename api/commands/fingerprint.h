@@ -29,9 +29,12 @@
 namespace gatedb {
 namespace commands {
 
-// The canonical form's bytes (for tests and debugging).
+// The canonical form as a BSON document (for tests and debugging).
 std::string CanonicalCommand(const bson_t* cmd);
-// 16 bytes: XXH3-128 of CanonicalCommand(cmd), big-endian high then low.
+// 16 bytes, big-endian high then low: XXH3-128 of the canonical form
+// streamed without building it (each element's type, name and value bytes;
+// a reordered container's fields then 0x00).  Equal exactly when the
+// canonical forms are equal.
 std::string CommandFingerprint(const bson_t* cmd);
 
 }  // namespace commands

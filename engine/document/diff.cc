@@ -1,6 +1,7 @@
 #include "engine/document/diff.h"
 
 #include <cstring>
+#include <string_view>
 
 namespace gatedb {
 
@@ -72,6 +73,20 @@ void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ign
 void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
                        const std::string& ignore, std::vector<std::string>* paths) {
   DiffInto(before, after, "", ignore, 0, &fields, paths);
+}
+
+bool HasDuplicateTopLevelNames(const bson_t* doc) {
+  std::vector<std::string_view> names;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return false;
+  while (bson_iter_next(&it)) {
+    std::string_view name(bson_iter_key(&it), bson_iter_key_len(&it));
+    for (std::string_view seen : names) {
+      if (seen == name) return true;
+    }
+    names.push_back(name);
+  }
+  return false;
 }
 
 bool PathsOverlap(const std::string& a, const std::string& b) {

@@ -30,6 +30,12 @@ void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ign
 void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
                        const std::string& ignore, std::vector<std::string>* paths);
 
+// True when two top-level fields of `doc` share a name (BSON allows it).
+// DiffPaths pairs fields by name, so on such documents it is only
+// approximate; the whole-document cross-checks of DiffPathsOfFields skip
+// them.
+bool HasDuplicateTopLevelNames(const bson_t* doc);
+
 // True when `a` is `b`, or a parent or child path of it ("a" and "a.b").
 bool PathsOverlap(const std::string& a, const std::string& b);
 

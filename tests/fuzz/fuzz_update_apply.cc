@@ -58,7 +58,7 @@ void ApplyOnce(const gatedb::update::UpdateDriver& driver, const bson_t* u, cons
 // The write path diffs and validates only the driver's top_level_fields():
 // on a storable document, that must agree with the whole-document checks.
 void CheckWrittenFieldsOnly(const gatedb::update::UpdateDriver& driver, const bson_t* u, const bson_t* d) {
-  if (driver.is_replacement() || !gatedb::ValidateForStorage(d).ok()) return;
+  if (driver.is_replacement() || !gatedb::ValidateForStorage(d).ok() || gatedb::HasDuplicateTopLevelNames(d)) return;
   bson_t out = BSON_INITIALIZER;
   if (driver.Apply(d, gatedb::update::ApplyContext(), &out).ok()) {
     std::vector<std::string> all, listed;

@@ -21,6 +21,27 @@ TEST(DiffPathsTest, ReportsChangedAddedRemovedFields) {
   EXPECT_THAT(Diff(R"({"a": 1})", R"({"a": 1.0})"), ::testing::ElementsAre("a"));
 }
 
+TEST(DiffPathsTest, OfFieldsComparesOnlyTheNamedTopLevelFields) {
+  Document a = test::Json(R"({"_id": 1, "a": {"x": 1, "y": 2}, "b": 2, "c": 3})");
+  Document b = test::Json(R"({"_id": 1, "a": {"x": 5, "y": 2}, "b": 9, "c": 3, "d": 4})");
+  std::vector<std::string> out;
+  DiffPathsOfFields(a.bson(), b.bson(), {"a", "d"}, "version", &out);
+  EXPECT_THAT(out, ::testing::ElementsAre("a.x", "d"));  // "b" changed but is not named
+  out.clear();
+  DiffPathsOfFields(a.bson(), b.bson(), {"d", "b", "a"}, "version", &out);
+  EXPECT_THAT(out, ::testing::ElementsAre("a.x", "b", "d"));  // DiffPaths' order, not the list's
+}
+
+TEST(DiffPathsTest, DuplicateTopLevelNamesAreDetected) {
+  bson_t* b = bson_new();
+  BSON_APPEND_INT32(b, "arr", 1);
+  BSON_APPEND_INT32(b, "x", 1);
+  BSON_APPEND_INT32(b, "arr", 2);
+  Document dup = Document::Adopt(b);
+  EXPECT_TRUE(HasDuplicateTopLevelNames(dup.bson()));
+  EXPECT_FALSE(HasDuplicateTopLevelNames(test::Json(R"({"arr": 1, "x": {"arr": 2}})").bson()));
+}
+
 TEST(DiffPathsTest, DescendsIntoDocumentsButNotArrays) {
   EXPECT_THAT(Diff(R"({"addr": {"city": "x", "zip": 1}})", R"({"addr": {"city": "y", "zip": 1}})"),
               ::testing::ElementsAre("addr.city"));

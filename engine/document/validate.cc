@@ -94,9 +94,29 @@ WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
     if (static_cast<int>(stack.size()) > max_depth) return WalkResult::kTooDeep;
     if (!ElementUtf8Ok(it)) return WalkResult::kBadUtf8;
     if (IsContainer(bson_iter_type(it))) {
+      // bson_iter_init_from_data, unlike bson_iter_recurse, also checks the
+      // embedded document's own length header and its closing 0x00 (found
+      // by fuzz_bson_insert: a nonzero terminator passed everything else).
+      uint32_t child_len = 0;
+      const uint8_t* child_data = nullptr;
+      if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+        bson_iter_document(it, &child_len, &child_data);
+      } else {
+        bson_iter_array(it, &child_len, &child_data);
+      }
       bson_iter_t child;
-      if (!bson_iter_recurse(it, &child)) return WalkResult::kMalformed;
+      if (child_data == nullptr || !bson_iter_init_from_data(&child, child_data, child_len)) {
+        return WalkResult::kMalformed;
+      }
       stack.push_back(AlignedIter{child});  // invalidates `it`
+    } else if (bson_iter_type(it) == BSON_TYPE_CODEWSCOPE) {
+      // The scope is a document too: same checks, one level down.
+      uint32_t code_len = 0, scope_len = 0;
+      const uint8_t* scope = nullptr;
+      bson_iter_codewscope(it, &code_len, &scope_len, &scope);
+      if (scope == nullptr) return WalkResult::kMalformed;
+      WalkResult r = WalkFields(scope, scope_len, max_depth - static_cast<int>(stack.size()));
+      if (r != WalkResult::kOk) return r;
     }
   }
   return WalkResult::kOk;

@@ -261,6 +261,38 @@ TEST(ValidateWrittenFieldsTest, SizeLimitStillApplies) {
   EXPECT_THAT(ValidateWrittenFields(over.bson(), {"_id"}), StatusIs(ErrorCode::kBSONObjectTooLarge));
 }
 
+TEST(ValidateForStorageTest, RejectsAnEmbeddedDocumentWithoutItsTerminator) {
+  // Found by fuzz_bson_insert (tests/fuzz/crashes/fuzz_bson_insert-bad-terminator.bson):
+  // {a: {b: [..]}} whose "a" ends in 0x40 instead of 0x00 passed
+  // bson_validate and bson_iter_recurse.
+  Document d = test::Json(R"({"_id": "k", "a": {"b": [1]}, "n": 1})");
+  std::vector<uint8_t> bytes = Bytes(d.bson());
+  // "a"'s closing byte: the byte before the element "n" (0x10 'n' 0x00 int32 0x00 at the end).
+  size_t a_end = bytes.size() - 1 - (1 + 2 + 4) - 1;
+  ASSERT_EQ(bytes[a_end], 0);
+  ASSERT_EQ(bytes[a_end + 1], 0x10);
+  bytes[a_end] = 0x40;
+  EXPECT_THAT(ValidateBytesForStorage(bytes), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_THAT(Incoming(bytes), StatusIs(ErrorCode::kInvalidBSON));
+}
+
+TEST(ValidateForStorageTest, ChecksTheScopeOfCodeWithScope) {
+  bson_t* scope = bson_new();
+  BSON_APPEND_INT32(scope, "x", 1);
+  bson_t* b = bson_new();
+  BSON_APPEND_INT32(b, "_id", 1);
+  bson_append_code_with_scope(b, "c", 1, "return x;", scope);
+  bson_destroy(scope);
+  Document d = Document::Adopt(b);
+  EXPECT_OK(ValidateForStorage(d.bson()));
+  std::vector<uint8_t> bytes = Bytes(d.bson());
+  // The scope {x: 1} ends the "c" element: its own terminator is the byte
+  // before the document's.
+  ASSERT_EQ(bytes[bytes.size() - 2], 0);
+  bytes[bytes.size() - 2] = 0x40;
+  EXPECT_THAT(ValidateBytesForStorage(bytes), StatusIs(ErrorCode::kInvalidBSON));
+}
+
 TEST(ValidateForStorageTest, RejectsCorruptNestedBytes) {
   Document d = test::Json(R"({"_id": 1, "a": {"b": "xyz"}})");
   std::vector<uint8_t> bytes = Bytes(d.bson());

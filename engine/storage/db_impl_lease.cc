@@ -106,8 +106,15 @@ StatusOr<LeaseInfo> DBImpl::LeaseCommand(LeaseOp op, const Namespace& ns, const 
     std::string bytes(reinterpret_cast<const char*>(bson_get_data(b)), b->len);
     bson_destroy(b);
     RETURN_IF_ERROR(FromRocks(txn->Put(leases_cf_, key, bytes)));
-    RETURN_IF_ERROR(txn.Commit());
+    // Counted before the commit releases the document's lock: a writer
+    // waiting for that lock must not skip CheckLease's lookup (found by
+    // gatedb_sim: writes slipped in right after a lease was granted).
     if (!exists) ++lease_records_;
+    Status committed = txn.Commit();
+    if (!committed.ok()) {
+      if (!exists) --lease_records_;
+      return committed;
+    }
     out.holder = holder;
     out.expires_at_ms = now + ttl_ms;
     return out;

@@ -247,13 +247,12 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   ev.version_after = current_version;
   std::vector<PendingEvent> events;
   events.push_back(std::move(ev));
-  Status s;
-  if (w.scope != nullptr) {
-    s = FinishWrite(w, w.scope->txn, &events);
-  } else {
-    Txn txn(db_, RocksWriteOptions(w));
-    s = CommitWithEvents(txn, &events);
-  }
+  // Committed on its own, even inside a transaction or a keyed write's
+  // scope: the refusal makes those abort (nothing of them is kept), but the
+  // attempt happened and conflictStats counts it.  Only journal keys are
+  // written, without locks, so this cannot wait on the scope's own locks.
+  Txn txn(db_, RocksWriteOptions(w));
+  Status s = CommitWithEvents(txn, &events);
   if (!s.ok()) return s;
   return Status(code, BuildConflictMessage(info), std::make_shared<const Document>(BuildConflictErrInfo(info)));
 }

@@ -127,6 +127,27 @@ TEST_F(TransactionTest, LostUpdateIsAWriteConflict) {
   EXPECT_EQ(Field("t", "n", "v"), 2);
 }
 
+TEST_F(TransactionTest, AGatedRefusalInsideATransactionIsStillCounted) {
+  // Found by gatedb_sim: the refusal aborts the transaction, and its conflict
+  // event used to be rolled back with it, so conflictStats missed it.
+  Collection c = db_->GetCollection("t");
+  ASSERT_OK(c.InsertOne(Json(R"({"_id": "g", "v": 0})").view()));
+  ASSERT_OK(c.UpdateOne(IdDoc("g").view(), IncDoc("v", 1).view()));  // now at version 1
+  auto t = db_->StartTransaction();
+  UpdateOptions o;
+  o.write.txn = t->get();
+  o.write.basis_version = 0;
+  o.write.context.agent_id = "txn-agent";
+  EXPECT_THAT(c.UpdateOne(IdDoc("g").view(), IncDoc("v", 1).view(), o), StatusIs(ErrorCode::kVersionConflict));
+  (*t)->Abort().PermitUnchecked();
+  auto stats = db_->GetConflictStats("test", "t");
+  ASSERT_OK(stats);
+  EXPECT_EQ(stats->conflicts, 1);
+  ASSERT_EQ(stats->agents.size(), 1u);
+  EXPECT_EQ(stats->agents[0].first, "txn-agent");
+  EXPECT_EQ(Field("t", "g", "v"), 1);  // the transaction wrote nothing
+}
+
 TEST_F(TransactionTest, WriteSkewAllowedUnderSnapshotAndPreventedByLockingReads) {
   Collection c = db_->GetCollection("oncall");
   auto reset = [&] {

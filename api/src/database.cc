@@ -35,6 +35,14 @@ Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& 
                                  const WithTransactionOptions& options) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   std::mt19937 rng(std::random_device{}());
+  if (options.commit_context) {
+    // A re-run of a transaction that committed under this key (its reply was
+    // lost, or it got WriteConcernFailed) replays instead of running again.
+    bool committed = false;
+    RETURN_IF_ERROR(txn_manager_->CommittedBefore(*options.commit_context,
+                                                  options.transaction.sync || impl_->options().sync, &committed));
+    if (committed) return Status::OK();
+  }
   for (int attempt = 0;; ++attempt) {
     ASSIGN_OR_RETURN(std::unique_ptr<Transaction> txn, StartTransaction(options.transaction));
     Status s = fn(*txn);

@@ -142,6 +142,36 @@ std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& o
   return t;
 }
 
+namespace {
+
+std::string CommitFingerprint() {
+  bson_t fpdoc = BSON_INITIALIZER;
+  BSON_APPEND_INT32(&fpdoc, "commitTransaction", 1);
+  std::string fp = commands::CommandFingerprint(&fpdoc);
+  bson_destroy(&fpdoc);
+  return fp;
+}
+
+Status CommitKeyReused(const WriteContext& context) {
+  return Status(ErrorCode::kIdempotencyKeyReuse, "idempotency key (taskId: \"" + context.task_id + "\", writeSeq: " +
+                                                     std::to_string(*context.write_seq) +
+                                                     ") was already used for a different command");
+}
+
+}  // namespace
+
+Status TxnManager::CommittedBefore(const WriteContext& context, bool sync, bool* committed) {
+  *committed = false;
+  if (context.task_id.empty() || !context.write_seq) return Status::OK();
+  RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(context.task_id));
+  auto stored = db_->idempotency()->Lookup(IdempotencyLog::EncodeKey(context.task_id, *context.write_seq));
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return Status::OK();
+  if ((*stored)->fingerprint != CommitFingerprint()) return CommitKeyReused(context);
+  *committed = true;
+  return db_->SyncCommitted(sync);
+}
+
 Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
   std::unique_lock<std::mutex> lock(t->mu);
   if (t->state == Transaction::Impl::State::kCommitted) {
@@ -162,22 +192,20 @@ Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
     IdempotencyLog::ClaimGuard claim(log, key);
     auto stored = log->Lookup(key);
     if (!stored.ok()) return stored.status();
-    bson_t fpdoc = BSON_INITIALIZER;
-    BSON_APPEND_INT32(&fpdoc, "commitTransaction", 1);
-    std::string fp = commands::CommandFingerprint(&fpdoc);
-    bson_destroy(&fpdoc);
+    std::string fp = CommitFingerprint();
     if (stored->has_value()) {
       if ((*stored)->fingerprint != fp) {
         AbortLocked(t, Status(ErrorCode::kIdempotencyKeyReuse, "key reused"));
-        return Status(ErrorCode::kIdempotencyKeyReuse,
-                      "idempotency key (taskId: \"" + context->task_id + "\", writeSeq: " +
-                          std::to_string(*context->write_seq) + ") was already used for a different command");
+        return CommitKeyReused(*context);
       }
-      // Committed before: this run commits nothing new.
+      // Committed before: this run commits nothing new.  A durable re-run
+      // answers once the stored commit is durable (its first run may have
+      // got WriteConcernFailed).
+      const bool durable = t->scope->txn->GetWriteOptions()->sync;
       AbortLocked(t, Status(ErrorCode::kNoSuchTransaction, "replaced by the stored commit"));
       t->state = Transaction::Impl::State::kCommitted;
       t->replayed = true;
-      return Status::OK();
+      return db_->SyncCommitted(durable);
     }
     IdempotencyRecord rec;
     rec.fingerprint = fp;

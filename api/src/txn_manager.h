@@ -59,6 +59,12 @@ class TxnManager {
   // Commits; with a keyed context, idempotently (see Transaction::Commit).
   Status Commit(Transaction::Impl* t, const WriteContext* context);
   Status Abort(Transaction::Impl* t);
+  // Whether a transaction committed under `context`'s key already (then a
+  // re-run must not run its statements again: they could meet its own
+  // effects, an insert's DuplicateKey).  With `sync`, answers once that
+  // commit is durable.  Errors: IdempotencyKeyReuse, BadValue (task id),
+  // WriteConcernFailed.
+  Status CommittedBefore(const WriteContext& context, bool sync, bool* committed);
 
   // The command door.  A session is its lsid's bytes.
   struct Session {

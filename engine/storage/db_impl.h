@@ -242,7 +242,8 @@ class DBImpl {
   // durable commit's fsync: see SyncCommitted).
   std::mutex commit_mu_;
 
-  // Group commit: one thread at a time fsyncs the WAL (the leader); writers
+  // Group commit: one thread at a time fsyncs the WAL (the leader, with an
+  // empty synced write); writers
   // whose commit it covers wait for it instead of syncing again.
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;

@@ -1,5 +1,6 @@
 // DBImpl: opening the store and the catalog of collections.
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 #include <rocksdb/cache.h>
 
@@ -117,6 +118,24 @@ DBImpl::~DBImpl() {
   }
 }
 
+namespace {
+
+// RocksDB 7.8 resumes by itself after a full disk or a retryable I/O error,
+// and that recovery is unsafe: the fault-injection tests saw it resume onto
+// the failed WAL writer (the next write aborts the process), hang Close
+// while the error persists (rocksdb#11440), and once leave the directory
+// unopenable.  gatedb turns it off: after a write error the store refuses
+// writes (reads still work) until it is reopened.
+class NoAutoRecovery : public rocksdb::EventListener {
+ public:
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/, rocksdb::Status /*bg_error*/,
+                            bool* auto_recovery) override {
+    *auto_recovery = false;
+  }
+};
+
+}  // namespace
+
 StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Options& options) {
   std::unique_ptr<DBImpl> impl(new DBImpl(path, options));
   RETURN_IF_ERROR(impl->OpenRocks());
@@ -130,6 +149,8 @@ Status DBImpl::OpenRocks() {
   opts.error_if_exists = options_.error_if_exists;
   opts.create_missing_column_families = true;
   if (options_.env) opts.env = options_.env;
+  opts.listeners.push_back(std::make_shared<NoAutoRecovery>());
+  opts.max_bgerror_resume_count = 0;
   opts.IncreaseParallelism(2);
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options_.block_cache_bytes);

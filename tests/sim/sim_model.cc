@@ -18,20 +18,6 @@ std::optional<LeaseInterval> LeaseInterval::Parse(const std::string& text) {
   return l;
 }
 
-int OpState::ExpectedEvents() const {
-  switch (kind) {
-    case OpKind::kUpdate:
-    case OpKind::kAuditInsert:
-      return 1;
-    case OpKind::kAppendOnlyWrite:
-      return 0;
-    case OpKind::kTransfer:
-      return 2;
-    case OpKind::kTxnPair:
-      return with_audit ? 3 : 2;
-  }
-  return 0;
-}
 
 Model::Model(const Layout& layout) : layout_(layout) {
   cells_.resize(layout.colls.size());

@@ -45,7 +45,7 @@ struct OpState {
   int8_t commits = 0;       // fresh commits (more than one is a duplicate effect)
   int32_t conflicts = 0;    // refused gated attempts: journal conflict events
   uint16_t coll = 0;
-  int ExpectedEvents() const;
+  int ExpectedEvents() const { return ExpectedEventsOf(kind, with_audit); }
 };
 
 // Counters for the summary.  Atomic: agents add to them directly.

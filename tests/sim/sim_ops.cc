@@ -422,7 +422,7 @@ std::string Op::OwnerValue() const { return OwnerValueOf(key()); }
 
 std::string OwnerValueOf(uint64_t key) { return "w:" + KeyString(key); }
 
-int Op::ExpectedEvents() const {
+int ExpectedEventsOf(OpKind kind, bool with_audit) {
   switch (kind) {
     case OpKind::kUpdate:
     case OpKind::kAuditInsert:

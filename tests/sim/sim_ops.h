@@ -32,6 +32,9 @@ enum class OpKind : uint8_t {
   kTxnPair = 5,          // transaction: tx_<agent> += 1 in two documents, plus an audit entry
 };
 
+// How many journal write events one committed operation of `kind` leaves.
+int ExpectedEventsOf(OpKind kind, bool with_audit);
+
 struct Op {
   OpKind kind = OpKind::kUpdate;
   int round = 0;
@@ -83,7 +86,7 @@ struct Op {
   // A write the store counts in conflictStats (gated).
   bool gated_write() const { return kind == OpKind::kUpdate && (gated || helper); }
   // Journal write events (not conflict events) when it commits.
-  int ExpectedEvents() const;
+  int ExpectedEvents() const { return ExpectedEventsOf(kind, with_audit); }
   std::string Serialize() const;
   static std::optional<Op> Parse(const std::string& text);
   std::string Describe(const Layout& layout) const;

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <deque>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -88,43 +89,50 @@ bool SubDocument(const bson_iter_t* it, bson_t* out) {
 // BsonSink builds the canonical form as BSON.
 class BsonSink {
  public:
-  BsonSink() { stack_.push_back(AlignedBson{BSON_INITIALIZER}); }
-  ~BsonSink() { bson_destroy(&stack_[0].b); }
+  BsonSink() {
+    stack_.emplace_back();
+    bson_init(&stack_.front().b);
+  }
+  ~BsonSink() { bson_destroy(&stack_.front().b); }
+  BsonSink(const BsonSink&) = delete;
+  BsonSink& operator=(const BsonSink&) = delete;
   void Exact(std::string_view key, const bson_iter_t* it) {
     bson_append_iter(top(), key.data(), static_cast<int>(key.size()), it);
   }
   void Begin(std::string_view key, bool is_array) {
-    AlignedBson child;
+    bson_t* parent = top();
+    stack_.emplace_back();
+    stack_.back().is_array = is_array;
     if (is_array) {
-      bson_append_array_begin(top(), key.data(), static_cast<int>(key.size()), &child.b);
+      bson_append_array_begin(parent, key.data(), static_cast<int>(key.size()), &stack_.back().b);
     } else {
-      bson_append_document_begin(top(), key.data(), static_cast<int>(key.size()), &child.b);
+      bson_append_document_begin(parent, key.data(), static_cast<int>(key.size()), &stack_.back().b);
     }
-    arrays_.push_back(is_array);
-    stack_.push_back(child);
   }
   void End() {
-    AlignedBson child = stack_.back();
-    stack_.pop_back();
-    bool is_array = arrays_.back();
-    arrays_.pop_back();
-    if (is_array) {
-      bson_append_array_end(top(), &child.b);
+    Level& child = stack_.back();
+    bson_t* parent = &stack_[stack_.size() - 2].b;
+    if (child.is_array) {
+      bson_append_array_end(parent, &child.b);
     } else {
-      bson_append_document_end(top(), &child.b);
+      bson_append_document_end(parent, &child.b);
     }
+    stack_.pop_back();
   }
   std::string Bytes() const {
-    return std::string(reinterpret_cast<const char*>(bson_get_data(&stack_[0].b)), stack_[0].b.len);
+    const bson_t* root = &stack_.front().b;
+    return std::string(reinterpret_cast<const char*>(bson_get_data(root)), root->len);
   }
 
  private:
-  struct AlignedBson {  // keeps bson_t's alignment inside the vector
+  // A bson_t must not move once used (a grown one points into itself, a
+  // child at its parent): std::deque keeps every level where it was built.
+  struct Level {
     bson_t b;
+    bool is_array = false;
   };
   bson_t* top() { return &stack_.back().b; }
-  std::vector<AlignedBson> stack_;
-  std::vector<bool> arrays_;
+  std::deque<Level> stack_;
 };
 
 // HashSink streams the canonical form into XXH3-128 as a self-delimiting

@@ -50,6 +50,15 @@ TEST(FingerprintTest, SameMeaningSameHashAndOnlyThen) {
        R"({"update": "c", "updates": [{"q": {"a": 1}, "u": {"$set": {"b": {}, "c": 1}}}]})", false},
       {R"({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}}, {"q": {}, "u": {"$set": {"a": 1}}}]})",
        R"({"update": "c", "updates": [{"q": {}, "u": {"$set": {"a": 1}}}]})", false},
+      // Canonical forms larger than a bson_t's inline buffer, several levels
+      // deep (the BSON sink grows each level while its children are open).
+      {R"({"update": "c", "updates": [{"q": {"b": "0123456789012345678901234567890123456789", "a": 1},
+           "u": {"$set": {"y": "0123456789012345678901234567890123456789012345678901234567890123456789",
+                          "x": {"deep": ["0123456789012345678901234567890123456789"]}}}}]})",
+       R"({"update": "c", "updates": [{"u": {"$set": {"x": {"deep": ["0123456789012345678901234567890123456789"]},
+           "y": "0123456789012345678901234567890123456789012345678901234567890123456789"}},
+           "q": {"a": 1, "b": "0123456789012345678901234567890123456789"}}]})",
+       true},
   };
   for (const Pair& p : pairs) {
     SCOPED_TRACE(std::string(p.a) + "\n vs " + p.b);

@@ -163,86 +163,67 @@ Status Journal::Encode(uint64_t seq, const bson_t* event, std::string_view doc_k
     return Status(ErrorCode::kBadValue, "journal: index_doc needs a document key");
   }
 
+  // One scan: what the event holds, and whether it can be stored as it is.
+  // The writer's events start with an int64 "seq" placeholder and carry a
+  // date "at": those are stored as their own bytes with the seq written into
+  // the placeholder; anything else is rebuilt with "seq" first (a "seq"
+  // elsewhere dropped) and "at" stamped when missing.
   bson_iter_t it;
   if (!bson_iter_init(&it, event)) return Status(ErrorCode::kBadValue, "journal: malformed event");
-  // The writer's fast path: an event that already starts with an int64
-  // "seq" (a placeholder) and holds a date "at" is stored as its own bytes,
-  // with the seq written into the placeholder; no copy field by field.
-  if (bson_iter_next(&it) && std::strcmp(bson_iter_key(&it), kFieldSeq) == 0 && BSON_ITER_HOLDS_INT64(&it)) {
-    bool at_ok = false, conflict = false, clean = true;
-    bson_iter_t rest = it;
-    while (clean && bson_iter_next(&rest)) {
-      const char* key = bson_iter_key(&rest);
-      if (std::strcmp(key, kFieldAt) == 0) {
-        at_ok = BSON_ITER_HOLDS_DATE_TIME(&rest);
-      } else if (std::strcmp(key, kFieldOp) == 0 && BSON_ITER_HOLDS_UTF8(&rest)) {
-        conflict = std::strcmp(bson_iter_utf8(&rest, nullptr), kOpConflict) == 0;
-      } else if (std::strcmp(key, kFieldSeq) == 0) {
-        clean = false;  // a second "seq": take the general path, which drops it
-      }
-    }
-    if (clean && at_ok) {
-      if (index_doc && conflict) {
-        return Status(ErrorCode::kBadValue, "journal: conflict events are not indexed per document");
-      }
-      out->key = EncodeSeqKey(seq);
-      out->value.clear();
-      EncodeEventValue(doc_key, bson_get_data(event), event->len, &out->value);
-      // The placeholder's 8 value bytes follow the length, the type byte
-      // and "seq\0".
-      const size_t at = kEventHeaderSize + doc_key.size() + 4 + 1 + sizeof(kFieldSeq);
-      int64_t le = BSON_UINT64_TO_LE(seq);
-      std::memcpy(&out->value[at], &le, sizeof le);
-      FinishIndex(doc_key, seq, version_after, index_doc, out);
-      return Status::OK();
-    }
-  }
-  if (!bson_iter_init(&it, event)) return Status(ErrorCode::kBadValue, "journal: malformed event");
-
-  bson_t b;
-  bson_init(&b);
-  bool ok = BSON_APPEND_INT64(&b, kFieldSeq, static_cast<int64_t>(seq));
-  bool has_at = false;
-  bool conflict = false;
-  while (ok && bson_iter_next(&it)) {
+  bool has_at = false, conflict = false, first = true, placeholder = false;
+  int seq_fields = 0;
+  while (bson_iter_next(&it)) {
     const char* key = bson_iter_key(&it);
-    if (std::strcmp(key, kFieldSeq) == 0) continue;
-    if (std::strcmp(key, kFieldAt) == 0) {
+    if (std::strcmp(key, kFieldSeq) == 0) {
+      ++seq_fields;
+      placeholder = first && BSON_ITER_HOLDS_INT64(&it);
+    } else if (std::strcmp(key, kFieldAt) == 0) {
       if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
-        bson_destroy(&b);
         return Status(ErrorCode::kBadValue, "journal: the event's \"at\" must be a date");
       }
       has_at = true;
     } else if (std::strcmp(key, kFieldOp) == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
       conflict = std::strcmp(bson_iter_utf8(&it, nullptr), kOpConflict) == 0;
     }
-    ok = bson_append_iter(&b, key, static_cast<int>(bson_iter_key_len(&it)), &it);
-  }
-  if (ok && !has_at) ok = BSON_APPEND_DATE_TIME(&b, kFieldAt, clock_ms_());
-  if (!ok) {
-    bson_destroy(&b);
-    return Status(ErrorCode::kBadValue, "journal: event too large");
+    first = false;
   }
   if (index_doc && conflict) {
-    bson_destroy(&b);
     return Status(ErrorCode::kBadValue, "journal: conflict events are not indexed per document");
   }
 
   out->key = EncodeSeqKey(seq);
   out->value.clear();
-  EncodeEventValue(doc_key, bson_get_data(&b), b.len, &out->value);
-  bson_destroy(&b);
-  FinishIndex(doc_key, seq, version_after, index_doc, out);
-  return Status::OK();
-}
-
-void Journal::FinishIndex(std::string_view doc_key, uint64_t seq, int64_t version_after, bool index_doc,
-                          EncodedEvent* out) {
+  if (placeholder && seq_fields == 1 && has_at) {
+    EncodeEventValue(doc_key, bson_get_data(event), event->len, &out->value);
+    // The placeholder's 8 value bytes follow the length, the type byte and
+    // "seq\0".
+    const size_t at = kEventHeaderSize + doc_key.size() + 4 + 1 + sizeof(kFieldSeq);
+    int64_t le = BSON_UINT64_TO_LE(seq);
+    std::memcpy(&out->value[at], &le, sizeof le);
+  } else {
+    bson_t b;
+    bson_init(&b);
+    bool ok = BSON_APPEND_INT64(&b, kFieldSeq, static_cast<int64_t>(seq));
+    bson_iter_init(&it, event);
+    while (ok && bson_iter_next(&it)) {
+      const char* key = bson_iter_key(&it);
+      if (std::strcmp(key, kFieldSeq) == 0) continue;
+      ok = bson_append_iter(&b, key, static_cast<int>(bson_iter_key_len(&it)), &it);
+    }
+    if (ok && !has_at) ok = BSON_APPEND_DATE_TIME(&b, kFieldAt, clock_ms_());
+    if (!ok) {
+      bson_destroy(&b);
+      return Status(ErrorCode::kBadValue, "journal: event too large");
+    }
+    EncodeEventValue(doc_key, bson_get_data(&b), b.len, &out->value);
+    bson_destroy(&b);
+  }
   out->indexed = index_doc;
   if (index_doc) {
     out->doc_index_key = EncodeDocIndexKey(doc_key, seq);
     out->doc_index_value = EncodeDocIndexValue(version_after);
   }
+  return Status::OK();
 }
 
 Status Journal::AddToTransaction(rocksdb::Transaction* txn, uint64_t seq, const bson_t* event,

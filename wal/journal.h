@@ -217,8 +217,6 @@ class Journal {
   struct EncodedEvent;
   Status Encode(uint64_t seq, const bson_t* event, std::string_view doc_key, int64_t version_after,
                 bool index_doc, EncodedEvent* out) const;
-  static void FinishIndex(std::string_view doc_key, uint64_t seq, int64_t version_after, bool index_doc,
-                          EncodedEvent* out);
   Status DeleteCollected(uint64_t new_first);
   void CollectorLoop();
 

@@ -1,7 +1,5 @@
 // Kill -9 in the middle of writes: after reopening, every write the child
 // acknowledged is there, whole, and nothing is half-applied.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,26 +45,12 @@ TEST(CrashTest, AcknowledgedWritesSurviveKill9) {
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     test::TempDir dir;
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      ChildWriter(dir.path(), fds[1]);
-    }
-    close(fds[1]);
     // Let the child get going (opening takes a while), then kill it at a
     // moment that varies by round.
-    int64_t last_acked = -1, v;
-    while (last_acked < 20 && read(fds[0], &v, sizeof v) == sizeof v) last_acked = v;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + 60 * round));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited early with " << WEXITSTATUS(status);
-    while (read(fds[0], &v, sizeof v) == sizeof v) last_acked = v;
-    close(fds[0]);
+    test::KilledChild k = test::RunAndKill([&](int fd) { ChildWriter(dir.path(), fd); }, 20, 20 + 60 * round);
+    ASSERT_TRUE(k.started);
+    ASSERT_TRUE(k.killed) << "child exited early with " << k.exit_code;
+    const int64_t last_acked = k.last;
     ASSERT_GE(last_acked, 0) << "the child acknowledged nothing";
 
     auto db = Database::Open(dir.path());

@@ -1,7 +1,5 @@
 // The task-level idempotency log: a (taskId, writeSeq) key runs once, its
 // reply is stored atomically with its effects, retries replay it.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -256,24 +254,10 @@ TEST(IdempotencyCrashTest, RetriesAfterKill9RunEachKeyExactlyOnce) {
   for (int round = 0; round < 5; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     test::TempDir dir;
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      KeyedChild(dir.path(), fds[1]);
-    }
-    close(fds[1]);
-    int64_t last_sent = -1, v;
-    while (last_sent < 10 && read(fds[0], &v, sizeof v) == sizeof v) last_sent = v;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5 + 17 * round));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
-    while (read(fds[0], &v, sizeof v) == sizeof v) last_sent = v;
-    close(fds[0]);
+    test::KilledChild k = test::RunAndKill([&](int fd) { KeyedChild(dir.path(), fd); }, 10, 5 + 17 * round);
+    ASSERT_TRUE(k.started);
+    ASSERT_TRUE(k.killed) << "child exited with " << k.exit_code;
+    const int64_t last_sent = k.last;
 
     auto db = Database::Open(dir.path());
     ASSERT_OK(db);

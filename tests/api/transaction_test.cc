@@ -1,8 +1,6 @@
 // Snapshot transactions through the C++ API: the classic anomalies, a bank
 // under concurrency, limits, the lifecycle, the idempotent commit, and
 // atomicity across a kill -9.
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -480,24 +478,10 @@ TEST(TransactionCrashTest, EveryTransactionWhollyPresentOrAbsent) {
       ASSERT_OK(db);
       ASSERT_OK((*db)->GetCollection("accounts").InsertOne(test::Json(R"({"_id": "a", "bal": 100000})").view()));
     }
-    int fds[2];
-    ASSERT_EQ(pipe(fds), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      close(fds[0]);
-      TransferChild(dir.path(), fds[1]);
-    }
-    close(fds[1]);
-    int64_t last = -1, v;
-    while (last < 10 && read(fds[0], &v, sizeof v) == sizeof v) last = v;
-    std::this_thread::sleep_for(std::chrono::milliseconds(3 + 23 * round));
-    kill(pid, SIGKILL);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status));
-    while (read(fds[0], &v, sizeof v) == sizeof v) last = v;
-    close(fds[0]);
+    test::KilledChild k = test::RunAndKill([&](int fd) { TransferChild(dir.path(), fd); }, 10, 3 + 23 * round);
+    ASSERT_TRUE(k.started);
+    ASSERT_TRUE(k.killed);
+    const int64_t last = k.last;
 
     auto db = Database::Open(dir.path());
     ASSERT_OK(db);

@@ -1,5 +1,12 @@
 #include "tests/testutil/test_util.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -70,6 +77,36 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+}
+
+KilledChild RunAndKill(const std::function<void(int fd)>& child, int64_t warm_up, int delay_ms) {
+  KilledChild out;
+  int fds[2];
+  if (pipe(fds) != 0) return out;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return out;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    child(fds[1]);
+    _exit(7);  // `child` must not return
+  }
+  out.started = true;
+  close(fds[1]);
+  int64_t v;
+  while (out.last < warm_up && read(fds[0], &v, sizeof v) == sizeof v) out.last = v;
+  std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  out.killed = WIFSIGNALED(status);
+  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
+  while (read(fds[0], &v, sizeof v) == sizeof v) out.last = v;
+  close(fds[0]);
+  return out;
 }
 
 }  // namespace test

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,19 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The kill -9 scaffold of the crash tests.  Forks; the child runs
+// `child(fd)`, which must not return and reports progress by writing int64
+// numbers to fd.  The parent reads until the child has reported `warm_up`
+// (or ended), waits `delay_ms`, SIGKILLs it and reads what it reported
+// before dying.  Forking only from a single-threaded test process.
+struct KilledChild {
+  bool started = false;   // pipe and fork worked
+  bool killed = false;    // the child died of the SIGKILL, not on its own
+  int exit_code = 0;      // when it exited on its own
+  int64_t last = -1;      // the last number it reported (-1: none)
+};
+KilledChild RunAndKill(const std::function<void(int fd)>& child, int64_t warm_up, int delay_ms);
 
 }  // namespace test
 }  // namespace gatedb

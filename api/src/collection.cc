@@ -330,25 +330,19 @@ StatusOr<DeleteResult> Collection::DeleteKeyed(DocumentView filter, int64_t limi
 }
 
 StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOptions& options) {
-  if (Keyed(options)) return DeleteKeyed(filter, 1, options);
-  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
-    DeleteRequest req;
-    req.ns = Namespace{db_name_, name_};
-    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 1, options.basis_version});
-    req.write = Internal(options);
-    req.write.scope = scope;
-    ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
-    if (!r.write_errors.empty()) return r.write_errors[0].status;
-    return DeleteResult{r.n};
-  });
+  return DeleteImpl(filter, 1, options);
 }
 
 StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOptions& options) {
-  if (Keyed(options)) return DeleteKeyed(filter, 0, options);
+  return DeleteImpl(filter, 0, options);
+}
+
+StatusOr<DeleteResult> Collection::DeleteImpl(DocumentView filter, int64_t limit, const WriteOptions& options) {
+  if (Keyed(options)) return DeleteKeyed(filter, limit, options);
   return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
     DeleteRequest req;
     req.ns = Namespace{db_name_, name_};
-    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), 0, options.basis_version});
+    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), limit, options.basis_version});
     req.write = Internal(options);
     req.write.scope = scope;
     ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));

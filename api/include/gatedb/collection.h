@@ -219,6 +219,7 @@ class Collection {
   // dispatcher (so that the key, the fingerprint and the stored reply are
   // the same from every door).  Returns the reply, or its error as a Status.
   StatusOr<Document> RunKeyed(bson_t* command, const WriteOptions& options);
+  StatusOr<DeleteResult> DeleteImpl(DocumentView filter, int64_t limit, const WriteOptions& options);
   StatusOr<DeleteResult> DeleteKeyed(DocumentView filter, int64_t limit, const WriteOptions& options);
 
   Database* db_;

@@ -1,5 +1,6 @@
 #include "engine/update/update_driver.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -346,6 +347,21 @@ Status UpdateDriver::ParseReplacement() {
   return Status::OK();
 }
 
+void UpdateDriver::AddWrittenPath(const std::vector<std::string>& parts) {
+  // The path as the field-version table records it: cut at a positional
+  // component ("$", "$[]").
+  std::string cut;
+  for (const std::string& part : parts) {
+    if (!part.empty() && part[0] == '$') break;
+    if (!cut.empty()) cut += '.';
+    cut += part;
+  }
+  target_paths_.push_back(std::move(cut));
+  if (std::find(top_level_fields_.begin(), top_level_fields_.end(), parts[0]) == top_level_fields_.end()) {
+    top_level_fields_.push_back(parts[0]);
+  }
+}
+
 Status UpdateDriver::ParseOperators() {
   tree_ = std::make_unique<UpdateNode>(UpdateNode::Kind::kObject);
   auto version_overlaps = [this](const std::vector<std::string>& parts) {
@@ -448,8 +464,8 @@ Status UpdateDriver::ParseOperators() {
         if (internal::IsPositional(part)) has_positional_ = true;
       }
       if (op->parts[0] == "_id" || (!op->from_parts.empty() && op->from_parts[0] == "_id")) touches_id_ = true;
-      AddTopLevelField(op->parts[0]);
-      if (!op->from_parts.empty()) AddTopLevelField(op->from_parts[0]);
+      AddWrittenPath(op->parts);
+      if (!op->from_parts.empty()) AddWrittenPath(op->from_parts);
       ops_.push_back(std::move(op));
     }
   }
@@ -638,28 +654,6 @@ Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, 
     }
   }
   return st.AppendChildren(root, out, 1);
-}
-
-std::vector<std::string> UpdateDriver::TargetPaths() const {
-  std::vector<std::string> out;
-  auto cut = [](const std::string& path) {
-    std::string result;
-    size_t start = 0;
-    while (start <= path.size()) {
-      size_t dot = path.find('.', start);
-      std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (!part.empty() && part[0] == '$') break;
-      result += (result.empty() ? "" : ".") + part;
-      if (dot == std::string::npos) break;
-      start = dot + 1;
-    }
-    return result;
-  };
-  for (const auto& op : ops_) {
-    out.push_back(cut(op->path));
-    if (op->type == internal::OpType::kRename) out.push_back(cut(op->from_path));
-  }
-  return out;
 }
 
 std::vector<std::string> UpdateDriver::IncrementPaths() const {

@@ -113,7 +113,7 @@ class UpdateDriver {
   std::vector<std::string> IncrementPaths() const;
   // Every path an operator writes ($rename: both), cut at a positional
   // component ("$", "$[]"): what the field-version table records.
-  std::vector<std::string> TargetPaths() const;
+  const std::vector<std::string>& TargetPaths() const { return target_paths_; }
   // The distinct top-level fields an operator update can change (the first
   // component of every operator path; $rename: both), in the order first
   // named.  Fields not listed keep their bytes, so a caller may diff and
@@ -157,12 +157,8 @@ class UpdateDriver {
   UpdateDriver();
 
   Status ParseOperators();
-  void AddTopLevelField(const std::string& name) {
-    for (const std::string& f : top_level_fields_) {
-      if (f == name) return;
-    }
-    top_level_fields_.push_back(name);
-  }
+  // Records one operator path in target_paths_ and top_level_fields_.
+  void AddWrittenPath(const std::vector<std::string>& parts);
   Status ParseReplacement();
   Status ApplyReplacement(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
   Status ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
@@ -175,6 +171,7 @@ class UpdateDriver {
   bool bumps_version_ = false;
   bool has_positional_ = false;
   bool touches_id_ = false;  // some operator path starts at _id
+  std::vector<std::string> target_paths_;     // TargetPaths(), in operator order
   std::vector<std::string> top_level_fields_;
   std::vector<std::unique_ptr<internal::Op>> ops_;
   std::unique_ptr<internal::UpdateNode> tree_;  // ops_ as a prefix tree

@@ -5,11 +5,8 @@
 #include <string_view>
 
 #include "api/commands/command_util.h"
-#include "api/commands/fingerprint.h"
-#include "engine/storage/db_impl.h"
-#include "engine/storage/db_impl_internal.h"
-#include "engine/storage/idempotency.h"
 #include "api/src/txn_manager.h"
+#include "engine/storage/db_impl.h"
 
 namespace gatedb {
 
@@ -53,26 +50,6 @@ const CommandEntry kCommands[] = {
     {"commitTransaction", commands::PingCommand},  // handled before dispatch
     {"abortTransaction", commands::PingCommand},   // handled before dispatch
 };
-
-bool IsKeyableWrite(const std::string& name) {
-  return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
-         name == "findandmodify";
-}
-
-// Whether a keyed write took effect, so that its reply is stored: it
-// inserted, matched, upserted or removed something.  A write refused as a
-// whole (conflict, validation) leaves nothing, so a retry with a fresh
-// basis can run.
-bool TookEffect(const bson_t* reply) {
-  bson_iter_t it;
-  if (bson_iter_init_find(&it, reply, "n") && bson_iter_as_int64(&it) > 0) return true;
-  bson_iter_t leo;
-  if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, "lastErrorObject.n", &leo) &&
-      bson_iter_as_int64(&leo) > 0) {
-    return true;
-  }
-  return false;
-}
 
 Document ErrorReply(const Status& s) {
   bson_t* reply = bson_new();
@@ -220,15 +197,6 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
       BSON_APPEND_DOUBLE(reply, "ok", 1.0);
       return Document::Adopt(reply);
     }
-    if (IsKeyableWrite(ctx.command_name)) {
-      bson_iter_t wcit;
-      if (bson_iter_init_find(&wcit, cmd, "writeContext")) {
-        WriteContext wc;
-        Status s = commands::ReadWriteContext(&wcit, &wc);
-        if (!s.ok()) return ErrorReply(s);
-        if (!wc.task_id.empty() && wc.write_seq) return RunKeyed(ctx, fn, wc);
-      }
-    }
     bson_t* reply = bson_new();
     Status s = fn(ctx, reply);
     if (!s.ok()) {
@@ -270,76 +238,6 @@ Document CommandDispatcher::EndTransaction(commands::CommandContext& ctx, bool c
   if ((*txn)->replayed) BSON_APPEND_BOOL(reply, "replayed", true);
   BSON_APPEND_DOUBLE(reply, "ok", 1.0);
   return Document::Adopt(reply);
-}
-
-Document CommandDispatcher::RunKeyed(commands::CommandContext& ctx, commands::CommandFn fn, const WriteContext& wc) {
-  Status valid = IdempotencyLog::ValidateTaskId(wc.task_id);
-  if (!valid.ok()) return ErrorReply(valid);
-  IdempotencyLog* log = db_->idempotency();
-  std::string key = IdempotencyLog::EncodeKey(wc.task_id, *wc.write_seq);
-  bool sync = false;  // writeConcern {j: true}
-  bson_iter_t it, j;
-  if (bson_iter_init_find(&it, ctx.cmd, "writeConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
-      bson_iter_recurse(&it, &j) && bson_iter_find(&j, "j")) {
-    sync = bson_iter_as_bool(&j);
-  }
-  std::string fp = commands::CommandFingerprint(ctx.cmd);
-  // One request per key at a time: a concurrent duplicate waits here and
-  // then replays the stored reply.
-  IdempotencyLog::ClaimGuard claim(log, key);
-  auto stored = log->Lookup(key);
-  if (!stored.ok()) return ErrorReply(stored.status());
-  if (stored->has_value()) {
-    const IdempotencyRecord& rec = **stored;
-    if (rec.fingerprint != fp) {
-      bson_t* info = bson_new();
-      BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
-      BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
-      BSON_APPEND_DATE_TIME(info, "firstUsedAt", rec.at_ms);
-      BSON_APPEND_UTF8(info, "ns", rec.ns.c_str());
-      return ErrorReply(Status(ErrorCode::kIdempotencyKeyReuse,
-                               "idempotency key (taskId: \"" + wc.task_id + "\", writeSeq: " +
-                                   std::to_string(*wc.write_seq) +
-                                   ") was already used for a different command; use a new writeSeq",
-                               std::make_shared<const Document>(Document::Adopt(info))));
-    }
-    // A durable retry is answered once what it replays is durable.
-    Status durable = db_->SyncCommitted(sync);
-    if (!durable.ok()) return ErrorReply(durable);
-    bson_t* reply = bson_copy(rec.reply.bson());
-    BSON_APPEND_BOOL(reply, "replayed", true);
-    return Document::Adopt(reply);
-  }
-
-  WriteOptionsInternal w;
-  w.context = wc;
-  w.sync = sync;
-  std::unique_ptr<WriteScope> scope = db_->BeginScope(w);
-  ctx.scope = scope.get();
-  ctx.keyed = true;
-  bson_t* reply = bson_new();
-  Status s = fn(ctx, reply);
-  if (!s.ok()) {
-    bson_destroy(reply);
-    return ErrorReply(s);  // the scope rolls back: nothing happened, nothing stored
-  }
-  BSON_APPEND_DOUBLE(reply, "ok", 1.0);
-  Document out = Document::Adopt(reply);
-  if (TookEffect(out.bson())) {
-    IdempotencyRecord rec;
-    rec.fingerprint = fp;
-    rec.at_ms = db_->NowMs();
-    bson_iter_t target;
-    bson_iter_init(&target, ctx.cmd);
-    bson_iter_next(&target);
-    rec.ns = ctx.db_name + "." + (BSON_ITER_HOLDS_UTF8(&target) ? bson_iter_utf8(&target, nullptr) : "");
-    rec.reply = out;
-    s = db_->CommitScope(scope.get(), log->cf(), key, IdempotencyLog::EncodeRecord(rec));
-  } else {
-    s = db_->CommitScope(scope.get());
-  }
-  if (!s.ok()) return ErrorReply(s);
-  return out;
 }
 
 }  // namespace gatedb

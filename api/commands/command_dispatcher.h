@@ -29,11 +29,10 @@ namespace commands {
 // What one command invocation sees.
 struct CommandContext {
   DBImpl* db = nullptr;
-  // Set for a keyed write (writeContext with taskId and writeSeq): the
-  // command's writes join this one transaction, committed by the dispatcher
-  // together with the idempotency record.
+  // Set inside a transaction: the command's reads and writes join it.
+  // (A keyed write needs nothing here: the engine runs the idempotency
+  // protocol for any request whose write context holds taskId and writeSeq.)
   WriteScope* scope = nullptr;
-  bool keyed = false;  // the scope is a keyed write's (not a transaction's)
   std::string db_name;       // from $db; "test" when absent
   std::string command_name;  // the first field's name
   const bson_t* cmd = nullptr;
@@ -86,12 +85,6 @@ class CommandDispatcher {
   Document Run(const bson_t* cmd);
 
  private:
-  // A keyed write: replay, refuse a reused key, or execute once and store
-  // the reply atomically with the effects.
-  Document RunKeyed(commands::CommandContext& ctx, commands::CommandFn fn, const WriteContext& wc);
-
-  // A command inside a transaction (lsid, txnNumber, autocommit: false).
-  Document RunInTransaction(commands::CommandContext& ctx, commands::CommandFn fn);
   // commitTransaction / abortTransaction.
   Document EndTransaction(commands::CommandContext& ctx, bool commit);
 

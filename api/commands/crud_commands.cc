@@ -7,6 +7,7 @@
 #include "api/commands/command_util.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/requests.h"
+#include "engine/storage/write_reply.h"
 
 namespace gatedb {
 namespace commands {
@@ -58,50 +59,9 @@ Status CheckCollation(const bson_iter_t* it, std::string_view context) {
   return Status(ErrorCode::kBadValue, "only the simple collation is supported");
 }
 
-void AppendWriteErrors(const std::vector<WriteError>& errors, bson_t* reply) {
-  if (errors.empty()) return;
-  bson_t arr;
-  BSON_APPEND_ARRAY_BEGIN(reply, "writeErrors", &arr);
-  char keybuf[16];
-  for (size_t i = 0; i < errors.size(); ++i) {
-    const char* key;
-    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
-    bson_t e;
-    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
-    BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(errors[i].index));
-    BSON_APPEND_INT32(&e, "code", errors[i].status.code_number());
-    BSON_APPEND_UTF8(&e, "codeName", errors[i].status.code_name());
-    BSON_APPEND_UTF8(&e, "errmsg", errors[i].status.reason().c_str());
-    if (const Document* info = errors[i].status.err_info()) {
-      if (errors[i].status.code() == ErrorCode::kDuplicateKey) {
-        // MongoDB puts keyPattern and keyValue in the entry itself.
-        bson_concat(&e, info->bson());
-      } else {
-        BSON_APPEND_DOCUMENT(&e, "errInfo", info->bson());
-      }
-    }
-    bson_append_document_end(&arr, &e);
-  }
-  bson_append_array_end(reply, &arr);
-}
-
-void AppendVersionConflicts(const std::vector<VersionConflictEntry>& entries, bson_t* reply) {
-  if (entries.empty()) return;
-  bson_t arr;
-  BSON_APPEND_ARRAY_BEGIN(reply, "versionConflicts", &arr);
-  char keybuf[16];
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const char* key;
-    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
-    bson_t e;
-    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &e);
-    BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(entries[i].index));
-    entries[i].id.AppendTo(&e, "_id");
-    BSON_APPEND_INT64(&e, "expectedVersion", entries[i].expected_version);
-    BSON_APPEND_INT64(&e, "currentVersion", entries[i].current_version);
-    bson_append_document_end(&arr, &e);
-  }
-  bson_append_array_end(reply, &arr);
+// A keyed write answered from the idempotency log says so.
+void AppendReplayed(bool replayed, bson_t* reply) {
+  if (replayed) BSON_APPEND_BOOL(reply, "replayed", true);
 }
 
 void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* reply) {
@@ -160,24 +120,12 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  req.write.command = ctx.cmd;
   // In a transaction the first failing statement ends it, ordered or not.
-  if (ctx.scope != nullptr && !ctx.keyed) req.ordered = true;
+  if (ctx.scope != nullptr) req.ordered = true;
   ASSIGN_OR_RETURN(InsertResult result, ctx.db->Insert(req));
-  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
-  if (ctx.keyed) {
-    // A keyed insert reports the _ids it gave, so that an agent retrying
-    // after a lost reply learns them from the replay.
-    bson_t ids;
-    char keybuf[16];
-    BSON_APPEND_ARRAY_BEGIN(reply, "insertedIds", &ids);
-    for (size_t i = 0; i < result.inserted_ids.size(); ++i) {
-      const char* key;
-      bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
-      result.inserted_ids[i].AppendTo(&ids, key);
-    }
-    bson_append_array_end(reply, &ids);
-  }
-  AppendWriteErrors(result.write_errors, reply);
+  AppendReply(result, /*inserted_ids=*/req.write.keyed(), reply);
+  AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 
@@ -308,28 +256,12 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  req.write.command = ctx.cmd;
   // In a transaction the first failing statement ends it, ordered or not.
-  if (ctx.scope != nullptr && !ctx.keyed) req.ordered = true;
+  if (ctx.scope != nullptr) req.ordered = true;
   ASSIGN_OR_RETURN(UpdateWriteResult result, ctx.db->Update(req));
-  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
-  BSON_APPEND_INT32(reply, "nModified", static_cast<int32_t>(result.n_modified));
-  if (!result.upserted.empty()) {
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(reply, "upserted", &arr);
-    char keybuf[16];
-    for (size_t i = 0; i < result.upserted.size(); ++i) {
-      const char* key;
-      bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
-      bson_t u;
-      BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &u);
-      BSON_APPEND_INT32(&u, "index", static_cast<int32_t>(result.upserted[i].index));
-      result.upserted[i].id.AppendTo(&u, "_id");
-      bson_append_document_end(&arr, &u);
-    }
-    bson_append_array_end(reply, &arr);
-  }
-  AppendWriteErrors(result.write_errors, reply);
-  AppendVersionConflicts(result.version_conflicts, reply);
+  AppendReply(result, reply);
+  AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 
@@ -390,12 +322,12 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
   }
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  req.write.command = ctx.cmd;
   // In a transaction the first failing statement ends it, ordered or not.
-  if (ctx.scope != nullptr && !ctx.keyed) req.ordered = true;
+  if (ctx.scope != nullptr) req.ordered = true;
   ASSIGN_OR_RETURN(DeleteWriteResult result, ctx.db->Delete(req));
-  BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(result.n));
-  AppendWriteErrors(result.write_errors, reply);
-  AppendVersionConflicts(result.version_conflicts, reply);
+  AppendReply(result, reply);
+  AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 
@@ -434,18 +366,10 @@ Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
   }));
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
+  req.write.command = ctx.cmd;
   ASSIGN_OR_RETURN(FindAndModifyResult result, ctx.db->FindAndModify(req));
-  bson_t leo;
-  BSON_APPEND_DOCUMENT_BEGIN(reply, "lastErrorObject", &leo);
-  BSON_APPEND_INT32(&leo, "n", static_cast<int32_t>(result.n));
-  if (!req.remove) BSON_APPEND_BOOL(&leo, "updatedExisting", result.updated_existing);
-  if (result.upserted_id) result.upserted_id->AppendTo(&leo, "upserted");
-  bson_append_document_end(reply, &leo);
-  if (result.value) {
-    BSON_APPEND_DOCUMENT(reply, "value", result.value->bson());
-  } else {
-    BSON_APPEND_NULL(reply, "value");
-  }
+  AppendReply(result, req.remove, reply);
+  AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 

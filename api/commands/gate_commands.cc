@@ -116,7 +116,7 @@ Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply) {
   while (bson_iter_next(&it)) {
     if (!IsGenericCommandField(bson_iter_key(&it))) return UnknownField("idempotencyStatus", bson_iter_key(&it));
   }
-  ASSIGN_OR_RETURN(auto writes, ctx.db->idempotency()->ListTask(task_id));
+  ASSIGN_OR_RETURN(auto writes, ctx.db->IdempotencyStatus(task_id));
   bson_t arr;
   char keybuf[16];
   BSON_APPEND_ARRAY_BEGIN(reply, "writes", &arr);

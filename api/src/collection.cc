@@ -1,12 +1,13 @@
 // The typed Collection API: each call fills the engine request that the
-// command dispatcher would build and calls the same DBImpl entry point.
+// command dispatcher would build and calls the same DBImpl entry point, with
+// no BSON round trip: keyed writes (writeContext with task_id and
+// write_seq) too, since the engine owns the idempotency protocol.
 #include "gatedb/collection.h"
 
 #include <chrono>
 
-#include "engine/storage/db_impl.h"
+#include "api/src/database_rep.h"
 #include "engine/storage/write_events.h"
-#include "api/src/txn_manager.h"
 #include "gatedb/db.h"
 
 namespace gatedb {
@@ -29,15 +30,12 @@ bool HasOperatorKey(DocumentView doc, bool* all_operators) {
 
 Document CopyOrEmpty(DocumentView v) { return v.bson() ? Document::Copy(v.bson()) : Document(); }
 
-WriteOptionsInternal Internal(const WriteOptions& w) {
+WriteOptionsInternal Internal(const WriteOptions& w, WriteScope* scope) {
   WriteOptionsInternal o;
   o.sync = w.sync;
   o.context = w.context;
+  o.scope = scope;
   return o;
-}
-
-bool Keyed(const WriteOptions& w) {
-  return w.txn == nullptr && !w.context.task_id.empty() && w.context.write_seq.has_value();
 }
 
 // Runs fn(scope) inside `txn` (scope null without one); a failure aborts
@@ -52,158 +50,39 @@ auto InTxn(Transaction* txn, DBImpl* db, Fn&& fn) -> decltype(fn(nullptr)) {
   return r;
 }
 
-// The Status an {ok: 0} reply or a writeErrors entry stands for.
-Status StatusFromReplyEntry(const bson_t* entry) {
-  bson_iter_t it;
-  int code = bson_iter_init_find(&it, entry, "code") ? static_cast<int>(bson_iter_as_int64(&it)) : 1;
-  std::string msg = bson_iter_init_find(&it, entry, "errmsg") && BSON_ITER_HOLDS_UTF8(&it) ? bson_iter_utf8(&it, nullptr) : "";
-  std::shared_ptr<const Document> info;
-  if (bson_iter_init_find(&it, entry, "errInfo") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-    uint32_t len = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&it, &len, &data);
-    info = std::make_shared<const Document>(Document::Adopt(bson_new_from_data(data, len)));
-  }
-  return Status(static_cast<ErrorCode>(code), msg, info);
-}
-
-// writeErrors of a reply, in order.
-std::vector<WriteErrorInfo> WriteErrorsOf(const bson_t* reply) {
-  std::vector<WriteErrorInfo> out;
-  bson_iter_t it, arr;
-  if (!bson_iter_init_find(&it, reply, "writeErrors") || !bson_iter_recurse(&it, &arr)) return out;
-  while (bson_iter_next(&arr)) {
-    uint32_t len = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&arr, &len, &data);
-    bson_t e;
-    if (!bson_init_static(&e, data, len)) continue;
-    bson_iter_t idx;
-    size_t index = bson_iter_init_find(&idx, &e, "index") ? static_cast<size_t>(bson_iter_as_int64(&idx)) : 0;
-    out.push_back(WriteErrorInfo{index, StatusFromReplyEntry(&e)});
-  }
-  return out;
-}
-
-int64_t IntField(const bson_t* reply, const char* path) {
-  bson_iter_t it, f;
-  if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, path, &f)) return bson_iter_as_int64(&f);
-  return 0;
-}
-
-bool Replayed(const bson_t* reply) {
-  bson_iter_t it;
-  return bson_iter_init_find(&it, reply, "replayed") && bson_iter_as_bool(&it);
-}
-
-std::vector<Value> ValuesOf(const bson_t* reply, const char* field, const char* sub) {
-  std::vector<Value> out;
-  bson_iter_t it, arr;
-  if (!bson_iter_init_find(&it, reply, field) || !bson_iter_recurse(&it, &arr)) return out;
-  while (bson_iter_next(&arr)) {
-    if (sub == nullptr) {
-      out.emplace_back(*bson_iter_value(&arr));
-    } else {
-      bson_iter_t d, f;
-      if (bson_iter_recurse(&arr, &d) && bson_iter_find(&d, sub)) out.emplace_back(*bson_iter_value(&d));
-      (void)f;
-    }
-  }
-  return out;
-}
-
-bson_t* NewCommand(const char* name, const std::string& coll) {
-  bson_t* cmd = bson_new();
-  bson_append_utf8(cmd, name, -1, coll.c_str(), -1);
-  return cmd;
-}
-
-void FinishCommand(bson_t* cmd, const std::string& db, const WriteOptions& w) {
-  BSON_APPEND_BOOL(cmd, "ordered", w.ordered);
-  BSON_APPEND_UTF8(cmd, "$db", db.c_str());
-  AppendWriteContext(cmd, "writeContext", w.context);
-  if (w.sync) {
-    bson_t wc;
-    BSON_APPEND_DOCUMENT_BEGIN(cmd, "writeConcern", &wc);
-    BSON_APPEND_BOOL(&wc, "j", true);
-    bson_append_document_end(cmd, &wc);
-  }
-}
-
 }  // namespace
 
-StatusOr<Document> Collection::RunKeyed(bson_t* command, const WriteOptions& options) {
-  FinishCommand(command, db_name_, options);
-  Document cmd = Document::Adopt(command);
-  Document reply = db_->RunCommand(cmd.view());
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, reply.bson(), "ok") || bson_iter_as_double(&it) != 1.0) {
-    return StatusFromReplyEntry(reply.bson());
-  }
-  return reply;
-}
-
 StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOptions& options) {
-  if (Keyed(options)) {
-    bson_t* cmd = NewCommand("insert", name_);
-    bson_t arr;
-    BSON_APPEND_ARRAY_BEGIN(cmd, "documents", &arr);
-    BSON_APPEND_DOCUMENT(&arr, "0", doc.bson());
-    bson_append_array_end(cmd, &arr);
-    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options));
-    std::vector<WriteErrorInfo> errors = WriteErrorsOf(reply.bson());
-    if (!errors.empty()) return errors[0].status;
-    std::vector<Value> ids = ValuesOf(reply.bson(), "insertedIds", nullptr);
-    InsertOneResult out;
-    if (!ids.empty()) out.inserted_id = std::move(ids[0]);
-    out.replayed = Replayed(reply.bson());
-    return out;
-  }
-  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<InsertOneResult> {
+  return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<InsertOneResult> {
     InsertRequest req;
     req.ns = Namespace{db_name_, name_};
     req.documents.push_back(CopyOrEmpty(doc));
-    req.write = Internal(options);
-    req.write.scope = scope;
-    ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
+    req.ordered = options.ordered;
+    req.write = Internal(options, scope);
+    ASSIGN_OR_RETURN(InsertResult r, db_->rep_->db->Insert(req));
     if (!r.write_errors.empty()) return r.write_errors[0].status;
-    return InsertOneResult{std::move(r.inserted_ids.at(0))};
+    InsertOneResult out;
+    if (!r.inserted_ids.empty()) out.inserted_id = std::move(r.inserted_ids[0]);
+    out.replayed = r.replayed;
+    return out;
   });
 }
 
 StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& docs, const WriteOptions& options) {
   if (docs.empty()) return Status(ErrorCode::kInvalidLength, "InsertMany needs at least one document");
-  if (Keyed(options)) {
-    bson_t* cmd = NewCommand("insert", name_);
-    bson_t arr;
-    char keybuf[16];
-    BSON_APPEND_ARRAY_BEGIN(cmd, "documents", &arr);
-    for (size_t i = 0; i < docs.size(); ++i) {
-      const char* key;
-      bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
-      BSON_APPEND_DOCUMENT(&arr, key, docs[i].bson());
-    }
-    bson_append_array_end(cmd, &arr);
-    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options));
-    InsertManyResult out;
-    out.inserted_ids = ValuesOf(reply.bson(), "insertedIds", nullptr);
-    out.write_errors = WriteErrorsOf(reply.bson());
-    out.replayed = Replayed(reply.bson());
-    return out;
-  }
-  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<InsertManyResult> {
+  return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<InsertManyResult> {
     InsertRequest req;
     req.ns = Namespace{db_name_, name_};
     req.documents = docs;
     req.ordered = options.ordered;
-    req.write = Internal(options);
-    req.write.scope = scope;
-    ASSIGN_OR_RETURN(InsertResult r, db_->impl()->Insert(req));
+    req.write = Internal(options, scope);
+    ASSIGN_OR_RETURN(InsertResult r, db_->rep_->db->Insert(req));
     // Inside a transaction a failed document fails the whole transaction.
     if (scope != nullptr && !r.write_errors.empty()) return r.write_errors[0].status;
     InsertManyResult out;
     out.inserted_ids = std::move(r.inserted_ids);
     for (auto& e : r.write_errors) out.write_errors.push_back(WriteErrorInfo{e.index, e.status});
+    out.replayed = r.replayed;
     return out;
   });
 }
@@ -217,7 +96,7 @@ StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const 
   if (options.lock_documents && options.txn == nullptr) {
     return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
   }
-  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<std::vector<Document>> {
+  return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<std::vector<Document>> {
     FindRequest req;
     req.ns = Namespace{db_name_, name_};
     req.filter = CopyOrEmpty(filter);
@@ -227,7 +106,7 @@ StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const 
     req.limit = limit;
     req.scope = scope;
     req.lock_documents = options.lock_documents;
-    ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
+    ASSIGN_OR_RETURN(FindResult r, db_->rep_->db->Find(req));
     return std::move(r.docs);
   });
 }
@@ -240,30 +119,7 @@ StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const
 
 StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView update, bool multi,
                                               const UpdateOptions& options) {
-  if (Keyed(options.write)) {
-    bson_t* cmd = NewCommand("update", name_);
-    bson_t arr, stmt;
-    BSON_APPEND_ARRAY_BEGIN(cmd, "updates", &arr);
-    BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-    BSON_APPEND_DOCUMENT(&stmt, "q", CopyOrEmpty(filter).bson());
-    BSON_APPEND_DOCUMENT(&stmt, "u", CopyOrEmpty(update).bson());
-    BSON_APPEND_BOOL(&stmt, "upsert", options.upsert);
-    BSON_APPEND_BOOL(&stmt, "multi", multi);
-    if (options.write.basis_version) BSON_APPEND_INT64(&stmt, "basisVersion", *options.write.basis_version);
-    bson_append_document_end(&arr, &stmt);
-    bson_append_array_end(cmd, &arr);
-    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options.write));
-    std::vector<WriteErrorInfo> errors = WriteErrorsOf(reply.bson());
-    if (!errors.empty()) return errors[0].status;
-    UpdateResult out;
-    std::vector<Value> upserted = ValuesOf(reply.bson(), "upserted", "_id");
-    out.matched_count = IntField(reply.bson(), "n") - static_cast<int64_t>(upserted.size());
-    out.modified_count = IntField(reply.bson(), "nModified");
-    if (!upserted.empty()) out.upserted_id = std::move(upserted[0]);
-    out.replayed = Replayed(reply.bson());
-    return out;
-  }
-  return InTxn(options.write.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<UpdateResult> {
+  return InTxn(options.write.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<UpdateResult> {
     UpdateRequest req;
     req.ns = Namespace{db_name_, name_};
     UpdateStatement stmt;
@@ -273,14 +129,15 @@ StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView 
     stmt.multi = multi;
     stmt.basis_version = options.write.basis_version;
     req.updates.push_back(std::move(stmt));
-    req.write = Internal(options.write);
-    req.write.scope = scope;
-    ASSIGN_OR_RETURN(gatedb::UpdateWriteResult r, db_->impl()->Update(req));
+    req.ordered = options.write.ordered;
+    req.write = Internal(options.write, scope);
+    ASSIGN_OR_RETURN(UpdateWriteResult r, db_->rep_->db->Update(req));
     if (!r.write_errors.empty()) return r.write_errors[0].status;
     UpdateResult out;
     out.matched_count = r.n - static_cast<int64_t>(r.upserted.size());
     out.modified_count = r.n_modified;
     if (!r.upserted.empty()) out.upserted_id = std::move(r.upserted[0].id);
+    out.replayed = r.replayed;
     return out;
   });
 }
@@ -310,25 +167,6 @@ StatusOr<UpdateResult> Collection::ReplaceOne(DocumentView filter, DocumentView 
   return UpdateImpl(filter, replacement, false, options);
 }
 
-StatusOr<DeleteResult> Collection::DeleteKeyed(DocumentView filter, int64_t limit, const WriteOptions& options) {
-  bson_t* cmd = NewCommand("delete", name_);
-  bson_t arr, stmt;
-  BSON_APPEND_ARRAY_BEGIN(cmd, "deletes", &arr);
-  BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &stmt);
-  BSON_APPEND_DOCUMENT(&stmt, "q", CopyOrEmpty(filter).bson());
-  BSON_APPEND_INT64(&stmt, "limit", limit);
-  if (options.basis_version) BSON_APPEND_INT64(&stmt, "basisVersion", *options.basis_version);
-  bson_append_document_end(&arr, &stmt);
-  bson_append_array_end(cmd, &arr);
-  ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, options));
-  std::vector<WriteErrorInfo> errors = WriteErrorsOf(reply.bson());
-  if (!errors.empty()) return errors[0].status;
-  DeleteResult out;
-  out.deleted_count = IntField(reply.bson(), "n");
-  out.replayed = Replayed(reply.bson());
-  return out;
-}
-
 StatusOr<DeleteResult> Collection::DeleteOne(DocumentView filter, const WriteOptions& options) {
   return DeleteImpl(filter, 1, options);
 }
@@ -338,47 +176,25 @@ StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOp
 }
 
 StatusOr<DeleteResult> Collection::DeleteImpl(DocumentView filter, int64_t limit, const WriteOptions& options) {
-  if (Keyed(options)) return DeleteKeyed(filter, limit, options);
-  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
+  return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
     DeleteRequest req;
     req.ns = Namespace{db_name_, name_};
     req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), limit, options.basis_version});
-    req.write = Internal(options);
-    req.write.scope = scope;
-    ASSIGN_OR_RETURN(gatedb::DeleteWriteResult r, db_->impl()->Delete(req));
+    req.ordered = options.ordered;
+    req.write = Internal(options, scope);
+    ASSIGN_OR_RETURN(DeleteWriteResult r, db_->rep_->db->Delete(req));
     if (!r.write_errors.empty()) return r.write_errors[0].status;
-    return DeleteResult{r.n};
+    DeleteResult out;
+    out.deleted_count = r.n;
+    out.replayed = r.replayed;
+    return out;
   });
 }
 
 StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView filter, const Document* update,
                                                                 bool remove,
                                                                 const FindOneAndModifyOptions& options) {
-  if (Keyed(options.write)) {
-    bson_t* cmd = NewCommand("findAndModify", name_);
-    BSON_APPEND_DOCUMENT(cmd, "query", CopyOrEmpty(filter).bson());
-    if (!options.sort.empty()) BSON_APPEND_DOCUMENT(cmd, "sort", options.sort.bson());
-    if (!options.projection.empty()) BSON_APPEND_DOCUMENT(cmd, "fields", options.projection.bson());
-    if (update) {
-      BSON_APPEND_DOCUMENT(cmd, "update", update->bson());
-    } else {
-      BSON_APPEND_BOOL(cmd, "remove", true);
-    }
-    if (options.return_after) BSON_APPEND_BOOL(cmd, "new", true);
-    if (options.upsert) BSON_APPEND_BOOL(cmd, "upsert", true);
-    if (options.write.basis_version) BSON_APPEND_INT64(cmd, "basisVersion", *options.write.basis_version);
-    WriteOptions w = options.write;
-    ASSIGN_OR_RETURN(Document reply, RunKeyed(cmd, w));
-    bson_iter_t it;
-    if (!bson_iter_init_find(&it, reply.bson(), "value") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      return std::optional<Document>();
-    }
-    uint32_t len = 0;
-    const uint8_t* data = nullptr;
-    bson_iter_document(&it, &len, &data);
-    return std::optional<Document>(Document::Adopt(bson_new_from_data(data, len)));
-  }
-  return InTxn(options.write.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<std::optional<Document>> {
+  return InTxn(options.write.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<std::optional<Document>> {
     FindAndModifyRequest req;
     req.ns = Namespace{db_name_, name_};
     req.query = CopyOrEmpty(filter);
@@ -389,9 +205,8 @@ StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView fil
     req.return_new = options.return_after;
     req.upsert = options.upsert;
     req.basis_version = options.write.basis_version;
-    req.write = Internal(options.write);
-    req.write.scope = scope;
-    ASSIGN_OR_RETURN(FindAndModifyResult r, db_->impl()->FindAndModify(req));
+    req.write = Internal(options.write, scope);
+    ASSIGN_OR_RETURN(FindAndModifyResult r, db_->rep_->db->FindAndModify(req));
     return std::move(r.value);
   });
 }
@@ -422,31 +237,31 @@ StatusOr<std::optional<Document>> Collection::FindOneAndDelete(DocumentView filt
 }
 
 StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOptions& options) {
-  return InTxn(options.txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<int64_t> {
+  return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<int64_t> {
     CountRequest req;
     req.ns = Namespace{db_name_, name_};
     req.query = CopyOrEmpty(filter);
     req.skip = options.skip;
     req.limit = options.limit;
     req.scope = scope;
-    return db_->impl()->Count(req);
+    return db_->rep_->db->Count(req);
   });
 }
 
 StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, DocumentView filter, Transaction* txn) {
-  return InTxn(txn, db_->impl(), [&](WriteScope* scope) -> StatusOr<std::vector<Value>> {
+  return InTxn(txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<std::vector<Value>> {
     DistinctRequest req;
     req.ns = Namespace{db_name_, name_};
     req.key = std::string(key);
     req.query = CopyOrEmpty(filter);
     req.scope = scope;
-    return db_->impl()->Distinct(req);
+    return db_->rep_->db->Distinct(req);
   });
 }
 
 StatusOr<GatedWriteResult> Collection::WriteWithVersionGate(DocumentView filter, const GatedUpdateFn& fn,
                                                             const GatedWriteOptions& options) {
-  ASSIGN_OR_RETURN(CollectionInfo info, db_->impl()->GetCollectionInfo(Namespace{db_name_, name_}));
+  ASSIGN_OR_RETURN(CollectionInfo info, db_->rep_->db->GetCollectionInfo(Namespace{db_name_, name_}));
   const std::string& vf = info.options.version_field;
   Status last = Status(ErrorCode::kBadValue, "max_attempts must be at least 1");
   for (int attempt = 1; attempt <= options.max_attempts; ++attempt) {
@@ -495,17 +310,17 @@ Lease ToLease(const LeaseInfo& l) { return Lease{l.holder, l.expires_at_ms, l.re
 }  // namespace
 
 StatusOr<Lease> Collection::AcquireLease(const Value& id, int64_t ttl_ms, const std::string& holder) {
-  ASSIGN_OR_RETURN(LeaseInfo l, db_->impl()->AcquireLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
+  ASSIGN_OR_RETURN(LeaseInfo l, db_->rep_->db->AcquireLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
   return ToLease(l);
 }
 
 StatusOr<Lease> Collection::RenewLease(const Value& id, int64_t ttl_ms, const std::string& holder) {
-  ASSIGN_OR_RETURN(LeaseInfo l, db_->impl()->RenewLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
+  ASSIGN_OR_RETURN(LeaseInfo l, db_->rep_->db->RenewLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
   return ToLease(l);
 }
 
 StatusOr<Lease> Collection::ReleaseLease(const Value& id, const std::string& holder) {
-  ASSIGN_OR_RETURN(LeaseInfo l, db_->impl()->ReleaseLease(Namespace{db_name_, name_}, id.get(), holder));
+  ASSIGN_OR_RETURN(LeaseInfo l, db_->rep_->db->ReleaseLease(Namespace{db_name_, name_}, id.get(), holder));
   return ToLease(l);
 }
 
@@ -514,7 +329,7 @@ StatusOr<std::vector<FieldVersions>> Collection::GetFieldVersions(DocumentView f
   req.ns = Namespace{db_name_, name_};
   req.filter = CopyOrEmpty(filter);
   req.field_versions = true;
-  ASSIGN_OR_RETURN(FindResult r, db_->impl()->Find(req));
+  ASSIGN_OR_RETURN(FindResult r, db_->rep_->db->Find(req));
   std::vector<FieldVersions> out;
   for (size_t i = 0; i < r.docs.size(); ++i) {
     bson_iter_t it;

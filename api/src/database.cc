@@ -1,34 +1,33 @@
 #include "gatedb/db.h"
 
-#include "api/commands/command_dispatcher.h"
-#include "api/src/txn_manager.h"
-
 #include <chrono>
 #include <random>
 #include <thread>
-#include "engine/storage/db_impl.h"
+
+#include "api/src/database_rep.h"
 #include "engine/storage/idempotency.h"
-#include "wal/journal.h"
 
 namespace gatedb {
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, const Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<DBImpl> impl, DBImpl::Open(path, options));
   std::unique_ptr<Database> db(new Database());
-  db->impl_ = std::move(impl);
-  db->txn_manager_ = std::make_unique<TxnManager>(db->impl_.get());
-  db->dispatcher_ = std::make_unique<CommandDispatcher>(db->impl_.get(), db->txn_manager_.get());
+  db->rep_->db = std::move(impl);
+  db->rep_->txns = std::make_unique<TxnManager>(db->rep_->db.get());
+  db->rep_->dispatcher = std::make_unique<CommandDispatcher>(db->rep_->db.get(), db->rep_->txns.get());
   return db;
 }
 
+Database::Database() : rep_(std::make_unique<Rep>()) {}
+
 Database::~Database() {
-  dispatcher_.reset();
-  txn_manager_.reset();  // aborts live transactions before the store closes
+  rep_->dispatcher.reset();
+  rep_->txns.reset();  // aborts live transactions before the store closes
 }
 
 StatusOr<std::unique_ptr<Transaction>> Database::StartTransaction(const TransactionOptions& options) {
   if (options.lifetime_ms <= 0) return Status(ErrorCode::kBadValue, "lifetime_ms must be positive");
-  return std::make_unique<Transaction>(txn_manager_->Begin(options));
+  return std::make_unique<Transaction>(rep_->txns->Begin(options));
 }
 
 Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& fn,
@@ -39,8 +38,8 @@ Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& 
     // A re-run of a transaction that committed under this key (its reply was
     // lost, or it got WriteConcernFailed) replays instead of running again.
     bool committed = false;
-    RETURN_IF_ERROR(txn_manager_->CommittedBefore(*options.commit_context,
-                                                  options.transaction.sync || impl_->options().sync, &committed));
+    RETURN_IF_ERROR(rep_->txns->CommittedBefore(*options.commit_context,
+                                                  options.transaction.sync || rep_->db->options().sync, &committed));
     if (committed) return Status::OK();
   }
   for (int attempt = 0;; ++attempt) {
@@ -59,7 +58,7 @@ Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& 
   }
 }
 
-Document Database::RunCommand(DocumentView command) { return dispatcher_->Run(command.bson()); }
+Document Database::RunCommand(DocumentView command) { return rep_->dispatcher->Run(command.bson()); }
 
 Collection Database::GetCollection(std::string_view db, std::string_view name) {
   return Collection(this, std::string(db), std::string(name));
@@ -70,16 +69,16 @@ Status Database::CreateCollection(std::string_view db, std::string_view name,
   CollectionOptions o;
   o.version_field = options.version_field;
   o.max_basis_age_ms = options.max_basis_age_ms;
-  return impl_->CreateCollection(Namespace{std::string(db), std::string(name)}, o);
+  return rep_->db->CreateCollection(Namespace{std::string(db), std::string(name)}, o);
 }
 
 Status Database::DropCollection(std::string_view db, std::string_view name) {
-  return impl_->DropCollection(Namespace{std::string(db), std::string(name)});
+  return rep_->db->DropCollection(Namespace{std::string(db), std::string(name)});
 }
 
 std::vector<std::string> Database::ListCollectionNames(std::string_view db) {
   std::vector<std::string> out;
-  for (const CollectionInfo& info : impl_->ListCollections(std::string(db))) out.push_back(info.ns.coll);
+  for (const CollectionInfo& info : rep_->db->ListCollections(std::string(db))) out.push_back(info.ns.coll);
   return out;
 }
 
@@ -94,7 +93,7 @@ StatusOr<JournalBatch> Database::ReadJournal(const JournalQuery& query) {
   }
   req.after_seq = query.after_seq;
   req.limit = query.limit;
-  ASSIGN_OR_RETURN(JournalReadResult r, impl_->ReadJournal(req));
+  ASSIGN_OR_RETURN(JournalReadResult r, rep_->db->ReadJournal(req));
   JournalBatch out;
   out.events = std::move(r.events);
   out.last_seq = r.last_seq;
@@ -104,11 +103,11 @@ StatusOr<JournalBatch> Database::ReadJournal(const JournalQuery& query) {
 }
 
 bool Database::WaitForJournal(uint64_t after_seq, int64_t timeout_ms) {
-  return impl_->journal()->WaitForEvents(after_seq, std::chrono::milliseconds(timeout_ms));
+  return rep_->db->WaitForJournal(after_seq, timeout_ms);
 }
 
 StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const std::string& task_id) {
-  ASSIGN_OR_RETURN(auto writes, impl_->idempotency()->ListTask(task_id));
+  ASSIGN_OR_RETURN(auto writes, rep_->db->IdempotencyStatus(task_id));
   std::vector<StoredWrite> out;
   for (auto& w : writes) out.push_back(StoredWrite{w.first, w.second.at_ms, w.second.ns, std::move(w.second.reply)});
   return out;
@@ -117,7 +116,7 @@ StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const s
 StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection,
                                                    uint64_t after_seq) {
   ASSIGN_OR_RETURN(ConflictStatsResult r,
-                   impl_->ConflictStats(Namespace{std::string(db), std::string(collection)}, after_seq));
+                   rep_->db->ConflictStats(Namespace{std::string(db), std::string(collection)}, after_seq));
   ConflictStats out;
   out.gated_writes = r.gated_writes;
   out.conflicts = r.conflicts;
@@ -126,5 +125,7 @@ StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::str
   out.agents = std::move(r.agents);
   return out;
 }
+
+StatusOr<uint64_t> Database::CollectIdempotencyRecords() { return rep_->db->CollectIdempotencyRecords(); }
 
 }  // namespace gatedb

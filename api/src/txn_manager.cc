@@ -1,8 +1,5 @@
 #include "api/src/txn_manager.h"
 
-#include "api/commands/fingerprint.h"
-#include "engine/storage/idempotency.h"
-
 namespace gatedb {
 
 namespace {
@@ -142,41 +139,16 @@ std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& o
   return t;
 }
 
-namespace {
-
-std::string CommitFingerprint() {
-  bson_t fpdoc = BSON_INITIALIZER;
-  BSON_APPEND_INT32(&fpdoc, "commitTransaction", 1);
-  std::string fp = commands::CommandFingerprint(&fpdoc);
-  bson_destroy(&fpdoc);
-  return fp;
-}
-
-Status CommitKeyReused(const WriteContext& context) {
-  return Status(ErrorCode::kIdempotencyKeyReuse, "idempotency key (taskId: \"" + context.task_id + "\", writeSeq: " +
-                                                     std::to_string(*context.write_seq) +
-                                                     ") was already used for a different command");
-}
-
-}  // namespace
-
 Status TxnManager::CommittedBefore(const WriteContext& context, bool sync, bool* committed) {
-  *committed = false;
-  if (context.task_id.empty() || !context.write_seq) return Status::OK();
-  RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(context.task_id));
-  auto stored = db_->idempotency()->Lookup(IdempotencyLog::EncodeKey(context.task_id, *context.write_seq));
-  if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return Status::OK();
-  if ((*stored)->fingerprint != CommitFingerprint()) return CommitKeyReused(context);
-  *committed = true;
-  return db_->SyncCommitted(sync);
+  return db_->TransactionCommittedBefore(context, sync, committed);
 }
 
 Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
   std::unique_lock<std::mutex> lock(t->mu);
+  const bool keyed = context != nullptr && !context->task_id.empty() && context->write_seq;
   if (t->state == Transaction::Impl::State::kCommitted) {
     // A retried commit; under an idempotency key it is a replay.
-    if (context != nullptr && !context->task_id.empty() && context->write_seq) t->replayed = true;
+    if (keyed) t->replayed = true;
     return Status::OK();
   }
   if (t->state == Transaction::Impl::State::kActive && db_->NowMs() - t->started_ms > t->lifetime_ms) {
@@ -184,44 +156,16 @@ Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
                           "the transaction exceeded its lifetime limit of " + std::to_string(t->lifetime_ms) + " ms"));
   }
   if (t->state != Transaction::Impl::State::kActive) return NoSuchTransaction(*t);
-  Status s;
-  if (context != nullptr && !context->task_id.empty() && context->write_seq) {
-    RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(context->task_id));
-    IdempotencyLog* log = db_->idempotency();
-    std::string key = IdempotencyLog::EncodeKey(context->task_id, *context->write_seq);
-    IdempotencyLog::ClaimGuard claim(log, key);
-    auto stored = log->Lookup(key);
-    if (!stored.ok()) return stored.status();
-    std::string fp = CommitFingerprint();
-    if (stored->has_value()) {
-      if ((*stored)->fingerprint != fp) {
-        AbortLocked(t, Status(ErrorCode::kIdempotencyKeyReuse, "key reused"));
-        return CommitKeyReused(*context);
-      }
-      // Committed before: this run commits nothing new.  A durable re-run
-      // answers once the stored commit is durable (its first run may have
-      // got WriteConcernFailed).
-      const bool durable = t->scope->txn->GetWriteOptions()->sync;
-      AbortLocked(t, Status(ErrorCode::kNoSuchTransaction, "replaced by the stored commit"));
-      t->state = Transaction::Impl::State::kCommitted;
-      t->replayed = true;
-      return db_->SyncCommitted(durable);
-    }
-    IdempotencyRecord rec;
-    rec.fingerprint = fp;
-    rec.at_ms = db_->NowMs();
-    rec.ns = "admin.$cmd";
-    bson_t* reply = bson_new();
-    BSON_APPEND_UTF8(reply, "txn", t->id.c_str());
-    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
-    rec.reply = Document::Adopt(reply);
-    s = db_->CommitScope(t->scope.get(), log->cf(), key, IdempotencyLog::EncodeRecord(rec));
-  } else {
-    s = db_->CommitScope(t->scope.get());
-  }
+  bool replayed = false;
+  Status s = db_->CommitTransaction(t->scope.get(), keyed ? context : nullptr, &replayed);
   if (!s.ok()) {
     AbortLocked(t, s);
     return s;
+  }
+  if (replayed) {
+    // Committed before under this key: this run commits nothing new.
+    AbortLocked(t, Status(ErrorCode::kNoSuchTransaction, "replaced by the stored commit"));
+    t->replayed = true;
   }
   t->state = Transaction::Impl::State::kCommitted;
   t->scope.reset();

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "engine/storage/db_impl.h"
-#include "engine/storage/db_impl_internal.h"
 #include "gatedb/document.h"
 #include "gatedb/transaction.h"
 
@@ -25,7 +24,7 @@ namespace gatedb {
 struct Transaction::Impl {
   std::mutex mu;  // one operation at a time
   enum class State { kActive, kCommitted, kAborted } state = State::kActive;
-  std::unique_ptr<WriteScope> scope;  // GUARDED_BY(mu); null once finished
+  ScopePtr scope;  // GUARDED_BY(mu); null once finished
   std::string id;
   int64_t started_ms = 0;
   int64_t lifetime_ms = 0;

@@ -17,6 +17,8 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +43,7 @@ class Journal;
 }
 struct WriteGate;
 class IdempotencyLog;
+struct IdempotencyRecord;
 struct PendingEvent;
 struct RefusalDetail;
 struct RecordView;
@@ -91,20 +94,36 @@ class DBImpl {
   // Only events with seq > after_seq count (0: the whole retained journal).
   StatusOr<ConflictStatsResult> ConflictStats(const Namespace& ns, uint64_t after_seq = 0);
 
-  // A transaction that the writes of one or more requests join (set
-  // WriteOptionsInternal::scope); nothing is visible until CommitScope.
-  std::unique_ptr<WriteScope> BeginScope(const WriteOptionsInternal& w);
   // A snapshot transaction: a scope whose reads see the snapshot taken now
   // (plus its own writes), whose writes conflict with any write committed
   // after that snapshot (WriteConflict), and whose lifetime and size are
-  // bounded.  `txn_id` is recorded in its journal events.
-  std::unique_ptr<WriteScope> BeginTransaction(const std::string& txn_id, const TransactionLimits& limits,
-                                               bool sync);
-  // Commits everything the scope wrote, its journal events and, when given,
-  // the extra put (an idempotency record), as one atomic RocksDB write.
-  // The scope is finished either way.
-  Status CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra_cf = nullptr,
-                     const std::string& extra_key = std::string(), const std::string& extra_value = std::string());
+  // bounded.  `txn_id` is recorded in its journal events.  Requests join it
+  // through WriteOptionsInternal::scope / FindRequest::scope.
+  ScopePtr BeginTransaction(const std::string& txn_id, const TransactionLimits& limits, bool sync);
+  // Commits everything the transaction wrote, with its journal events, as
+  // one atomic RocksDB write.  With `keyed` (task_id and write_seq), the
+  // commit is idempotent: it is recorded under that key in the same write,
+  // and when the key already holds a commit nothing is committed, the
+  // scope is left as it is (the caller rolls it back) and *replayed is
+  // set.  The scope cannot be used for writes afterwards.
+  // Errors: WriteConflict, IdempotencyKeyReuse, BadValue (task id),
+  // WriteConcernFailed (a durable commit's fsync failed; it is applied).
+  Status CommitTransaction(WriteScope* scope, const WriteContext* keyed, bool* replayed);
+  // Whether a transaction already committed under `context`'s key (a re-run
+  // must then not run its statements again).  With `sync`, answers once that
+  // commit is durable.  Errors: IdempotencyKeyReuse, BadValue,
+  // WriteConcernFailed.
+  Status TransactionCommittedBefore(const WriteContext& context, bool sync, bool* committed);
+
+  // A task's stored keyed writes, by writeSeq (the idempotencyStatus command).
+  StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> IdempotencyStatus(const std::string& task_id);
+  // Deletes idempotency records past their retention now (a background
+  // thread also does it).  Returns how many.
+  StatusOr<uint64_t> CollectIdempotencyRecords();
+
+  // Blocks until a journal event with seq > after_seq exists or the time
+  // passes; true when one exists.
+  bool WaitForJournal(uint64_t after_seq, int64_t timeout_ms);
 
   // Leases (PROTOCOL.md): while a document's lease is held, writes to it
   // from anyone but the holder are refused with LeaseHeld.  An expired
@@ -129,8 +148,6 @@ class DBImpl {
   Status SyncCommitted(bool sync);
 
   const Options& options() const { return options_; }
-  wal::Journal* journal() { return journal_.get(); }
-  IdempotencyLog* idempotency() { return idempotency_.get(); }
   // The clock in force (Options::clock_ms, or the system clock).
   int64_t NowMs() const;
 
@@ -151,6 +168,46 @@ class DBImpl {
                                 std::shared_ptr<Collection>* out);
 
   rocksdb::WriteOptions RocksWriteOptions(const WriteOptionsInternal& w) const;
+
+  // The idempotency protocol, in one place: every keyed write and every
+  // keyed transaction commit runs through RunKeyed (db_impl_keyed.cc).
+  struct KeyedCall {
+    const WriteContext* context = nullptr;  // with task_id and write_seq
+    bool sync = false;
+    std::string ns;           // recorded with the reply
+    std::string fingerprint;  // format 2 (engine/storage/fingerprint.h)
+    // Format 1, asked for only when the key holds a record of that format.
+    std::function<std::string()> legacy_fingerprint;
+    // Runs the write in `scope`: fills the reply to store and says whether
+    // the write took effect (only then is the reply stored, so that a write
+    // refused as a whole can be retried under the same key).
+    std::function<Status(WriteScope* scope, bson_t* reply, bool* took_effect)> run;
+  };
+  // Claims the key, replays a stored reply (*replayed) or refuses a reused
+  // key, else runs the call in `scope` (a new one when null) and commits it
+  // with the record.  Returns the reply.
+  StatusOr<Document> RunKeyed(const KeyedCall& call, WriteScope* scope, bool* replayed);
+  // The stored reply under `key` when its fingerprint is the call's;
+  // IdempotencyKeyReuse when it is another's; nullopt when there is none.
+  StatusOr<std::optional<Document>> StoredReply(const KeyedCall& call, const std::string& key);
+  // A keyed request: runs `exec` through RunKeyed, storing its result's
+  // reply (`encode`), or decodes the stored one (db_impl_internal.h).
+  template <typename Result, typename Request, typename Exec, typename Encode>
+  StatusOr<Result> RunKeyedRequest(const Request& req, Exec&& exec, Encode&& encode);
+
+  // The request bodies, with the write options in force (a keyed request's
+  // carry its scope).
+  StatusOr<InsertResult> InsertWith(const InsertRequest& req, const WriteOptionsInternal& w);
+  StatusOr<UpdateWriteResult> UpdateWith(const UpdateRequest& req, const WriteOptionsInternal& w);
+  StatusOr<DeleteWriteResult> DeleteWith(const DeleteRequest& req, const WriteOptionsInternal& w);
+  StatusOr<FindAndModifyResult> FindAndModifyWith(const FindAndModifyRequest& req, const WriteOptionsInternal& w);
+
+  // A scope for one keyed write: a plain pessimistic transaction.
+  ScopePtr BeginScope(bool sync);
+  // Commits the scope, its journal events and, when given, an idempotency
+  // record under `idem_key`, as one RocksDB write (CommitWithEvents).
+  Status CommitScope(WriteScope* scope, const std::string* idem_key = nullptr,
+                     const IdempotencyRecord* record = nullptr);
 
   // Keys of the documents that match right now (read without locks), at
   // most `limit` (0: all).  Uses a point lookup when the filter pins _id.

@@ -12,7 +12,8 @@
 
 namespace gatedb {
 
-StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& req) {
+StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyRequest& req,
+                                                             const WriteOptionsInternal& w) {
   RETURN_IF_ERROR(ValidateNamespace(req.ns));
   if (req.remove && req.update) {
     return Status(ErrorCode::kFailedToParse, "Cannot specify both an update and remove=true");
@@ -56,7 +57,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
   WriteGate gate;
   gate.basis_version = req.basis_version;
   gate.idiom = HasVersionEquality(req.query.bson(), coll->opts()->version_field);
-  RETURN_IF_ERROR(CheckBasisAge(*coll, req.query.bson(), gate, req.write));
+  RETURN_IF_ERROR(CheckBasisAge(*coll, req.query.bson(), gate, w));
   std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during findAndModify");
 
@@ -73,7 +74,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     if (!sort) {
       std::vector<std::string> keys;
       RETURN_IF_ERROR(CandidateKeys(*coll, req.query.bson(), *matcher, 1, &keys,
-                                    req.write.scope ? &req.write.scope->txn : nullptr));
+                                    w.scope ? &w.scope->txn : nullptr));
       if (!keys.empty()) {
         target = keys[0];
         found = true;
@@ -81,7 +82,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     } else {
       std::vector<std::pair<std::string, Document>> docs;
       RETURN_IF_ERROR(MatchingDocs(*coll, req.query.bson(), *matcher, &docs,
-                                   req.write.scope ? &req.write.scope->txn : nullptr));
+                                   w.scope ? &w.scope->txn : nullptr));
       if (!docs.empty()) {
         std::vector<projection::SortKey> sort_keys(docs.size());
         for (size_t i = 0; i < docs.size(); ++i) sort->ExtractKey(docs[i].second.bson(), &sort_keys[i]);
@@ -96,19 +97,19 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
 
     if (!found) {
       if (gate.basis_version) {
-        RETURN_IF_ERROR(BasisTargetMissing(*coll, req.query.bson(), gate, req.write));
+        RETURN_IF_ERROR(BasisTargetMissing(*coll, req.query.bson(), gate, w));
         return result;
       }
       if (!req.upsert) {
         if (gate.idiom) {
           std::vector<VersionConflictEntry> ignored;
-          DetectIdiomConflict(*coll, req.query.bson(), 0, req.write, &ignored);
+          DetectIdiomConflict(*coll, req.query.bson(), 0, w, &ignored);
         }
         return result;
       }
       WriteOutcome o;
       o.want_after = true;
-      RETURN_IF_ERROR(UpsertDocument(*coll, req.query.bson(), *driver, req.write, &o));
+      RETURN_IF_ERROR(UpsertDocument(*coll, req.query.bson(), *driver, w, &o));
       if (o.raced) {
         if (attempt < kMaxWriteRetries) continue;
         return Status(ErrorCode::kWriteConflict, "upsert kept racing with concurrent inserts");
@@ -123,9 +124,9 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     o.want_before = true;
     o.want_after = req.return_new;
     if (req.remove) {
-      RETURN_IF_ERROR(DeleteDocument(*coll, target, *matcher, req.write, gate, &o));
+      RETURN_IF_ERROR(DeleteDocument(*coll, target, *matcher, w, gate, &o));
     } else {
-      RETURN_IF_ERROR(UpdateDocument(*coll, target, *matcher, *driver, req.write, gate, &o));
+      RETURN_IF_ERROR(UpdateDocument(*coll, target, *matcher, *driver, w, gate, &o));
     }
     if (!o.matched) {
       // It changed between selection and lock; select again.

@@ -7,6 +7,8 @@
 #include <shared_mutex>
 
 #include "engine/storage/db_impl.h"
+#include "engine/storage/fingerprint.h"
+#include "engine/storage/write_reply.h"
 #include "engine/util/rocks_status.h"
 
 namespace gatedb {
@@ -100,12 +102,14 @@ class Txn {
 };
 
 // One transaction that a whole request (or several) writes through; its
-// journal events are numbered when it commits (DBImpl::CommitScope).
+// journal events are numbered when it commits (DBImpl::CommitScope): a keyed
+// write's, or a snapshot transaction's.
 struct WriteScope {
-  WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn(db, wo) {}
+  WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn(db, wo), sync(wo.sync) {}
   WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, const rocksdb::TransactionOptions& to)
-      : txn(db, wo, to) {}
+      : txn(db, wo, to), sync(wo.sync) {}
   Txn txn;
+  const bool sync;  // its commit is durable
   std::vector<PendingEvent> events;
   // Set for a snapshot transaction: its id (recorded as `txn` in every
   // journal event it commits); reads then use the transaction's snapshot.
@@ -118,6 +122,36 @@ Status AppendOnlyError(const Namespace& ns);
 // How many times a single-document write retries a lock conflict before
 // reporting WriteConflict.
 constexpr int kMaxWriteRetries = 20;
+
+template <typename Result, typename Request, typename Exec, typename Encode>
+StatusOr<Result> DBImpl::RunKeyedRequest(const Request& req, Exec&& exec, Encode&& encode) {
+  KeyedCall call;
+  call.context = &req.write.context;
+  call.sync = req.write.sync || options_.sync;
+  call.ns = req.ns.full();
+  call.fingerprint = RequestFingerprint(req);
+  call.legacy_fingerprint = [&req] { return LegacyFingerprint(req); };
+  Result result;
+  call.run = [&](WriteScope* scope, bson_t* reply, bool* took_effect) -> Status {
+    WriteOptionsInternal w = req.write;
+    w.scope = scope;
+    ASSIGN_OR_RETURN(result, exec(w));
+    encode(result, reply);
+    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    // It inserted, matched, upserted or removed something.  A write refused
+    // as a whole (conflict, validation) leaves nothing, so a retry with a
+    // fresh basis can run under the same key.
+    *took_effect = result.n > 0;
+    return Status::OK();
+  };
+  bool replayed = false;
+  ASSIGN_OR_RETURN(Document reply, RunKeyed(call, nullptr, &replayed));
+  if (!replayed) return result;
+  Result stored;
+  RETURN_IF_ERROR(DecodeReply(reply.bson(), &stored));
+  stored.replayed = true;
+  return stored;
+}
 
 }  // namespace gatedb
 

@@ -14,6 +14,7 @@
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/doc_util.h"
 #include "engine/storage/field_versions.h"
+#include "engine/storage/idempotency.h"
 #include "engine/storage/record.h"
 #include "engine/util/rocks_status.h"
 #include "engine/storage/write_events.h"
@@ -162,14 +163,15 @@ Status DBImpl::FinishWrite(const WriteOptionsInternal& w, Txn& txn, std::vector<
   return CommitWithEvents(txn, events);
 }
 
-std::unique_ptr<WriteScope> DBImpl::BeginScope(const WriteOptionsInternal& w) {
-  WriteOptionsInternal plain = w;
-  plain.scope = nullptr;
-  return std::make_unique<WriteScope>(db_, RocksWriteOptions(plain));
+void WriteScopeDeleter::operator()(WriteScope* scope) const { delete scope; }
+
+ScopePtr DBImpl::BeginScope(bool sync) {
+  WriteOptionsInternal plain;
+  plain.sync = sync;
+  return ScopePtr(new WriteScope(db_, RocksWriteOptions(plain)));
 }
 
-std::unique_ptr<WriteScope> DBImpl::BeginTransaction(const std::string& txn_id, const TransactionLimits& limits,
-                                                     bool sync) {
+ScopePtr DBImpl::BeginTransaction(const std::string& txn_id, const TransactionLimits& limits, bool sync) {
   WriteOptionsInternal plain;
   plain.sync = sync;
   rocksdb::TransactionOptions to;
@@ -177,13 +179,12 @@ std::unique_ptr<WriteScope> DBImpl::BeginTransaction(const std::string& txn_id, 
   to.lock_timeout = limits.lock_timeout_ms;
   to.expiration = limits.lifetime_ms;
   to.max_write_batch_size = limits.max_bytes;
-  auto scope = std::make_unique<WriteScope>(db_, RocksWriteOptions(plain), to);
+  ScopePtr scope(new WriteScope(db_, RocksWriteOptions(plain), to));
   scope->txn_id = txn_id;
   return scope;
 }
 
-Status DBImpl::CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra_cf, const std::string& extra_key,
-                           const std::string& extra_value) {
+Status DBImpl::CommitScope(WriteScope* scope, const std::string* idem_key, const IdempotencyRecord* record) {
   if (!scope->txn_id.empty()) {
     // Every event of a transaction names it.
     for (PendingEvent& e : scope->events) {
@@ -192,8 +193,9 @@ Status DBImpl::CommitScope(WriteScope* scope, rocksdb::ColumnFamilyHandle* extra
       e.event = Document::Adopt(with);
     }
   }
-  if (extra_cf != nullptr) {
-    RETURN_IF_ERROR(FromRocks(scope->txn->Put(extra_cf, extra_key, extra_value)));
+  if (record != nullptr) {
+    RETURN_IF_ERROR(
+        FromRocks(scope->txn->Put(idempotency_->cf(), *idem_key, IdempotencyLog::EncodeRecord(*record))));
   }
   return CommitWithEvents(scope->txn, &scope->events);
 }
@@ -337,7 +339,7 @@ Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const
   return RefuseGatedWrite(coll, key, have ? &rec : nullptr, gate, w, ErrorCode::kStaleBasis, why);
 }
 
-StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
+StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteOptionsInternal& w) {
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(req.ns));
   std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during insert");
@@ -349,14 +351,14 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
   bool stop = false;
   std::string record;
   int64_t now = NowMs();
-  Document writer = BuildWriterBlock(req.write.context, now);
+  Document writer = BuildWriterBlock(w.context, now);
   while (i < req.documents.size() && !stop) {
     std::optional<Txn> local;
-    if (req.write.scope == nullptr) local.emplace(db_, RocksWriteOptions(req.write));
-    Txn& txn = req.write.scope ? req.write.scope->txn : *local;
+    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
+    Txn& txn = w.scope ? w.scope->txn : *local;
     std::vector<std::pair<size_t, Value>> pending;
     std::vector<PendingEvent> events;
-    size_t batch_limit = req.write.scope ? req.documents.size() : kBatch;
+    size_t batch_limit = w.scope ? req.documents.size() : kBatch;
     for (size_t in_batch = 0; i < req.documents.size() && in_batch < batch_limit; ++i, ++in_batch) {
       Document doc;
       Status s = PrepareNewDocument(req.documents[i].bson(), opts->version_field, 0, &doc);
@@ -371,7 +373,7 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
           s = DuplicateKeyError(info.ns, id);
         } else if (!rs.IsNotFound()) {
           s = FromRocks(rs);
-        } else if (!(s = CheckLease(txn, key, req.write.context)).ok()) {
+        } else if (!(s = CheckLease(txn, key, w.context)).ok()) {
           // leased by someone else
         } else {
           EncodeRecord(0, writer.bson(), doc.bson(), &record);
@@ -388,14 +390,14 @@ StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
         continue;
       }
       PendingEvent ev;
-      ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, req.write.context,
+      ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, w.context,
                                  TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
       ev.doc_key = std::move(key);
       ev.version_after = 0;
       events.push_back(std::move(ev));
       pending.emplace_back(i, Value(id));
     }
-    Status cs = FinishWrite(req.write, txn, &events);
+    Status cs = FinishWrite(w, txn, &events);
     if (!cs.ok()) {
       for (auto& p : pending) result.write_errors.push_back(WriteError{p.first, cs});
       std::sort(result.write_errors.begin(), result.write_errors.end(),
@@ -792,7 +794,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
   }
 }
 
-StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
+StatusOr<UpdateWriteResult> DBImpl::UpdateWith(const UpdateRequest& req, const WriteOptionsInternal& w) {
   UpdateWriteResult result;
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) {
@@ -812,7 +814,7 @@ StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
     const UpdateStatement& stmt = req.updates[i];
     Status s;
     if (coll) {
-      s = UpdateStatementImpl(*coll, stmt, i, req.write, &result);
+      s = UpdateStatementImpl(*coll, stmt, i, w, &result);
     } else {
       // No collection: nothing matches, but the statement must still parse,
       // and a basisVersion names a document that does not exist.
@@ -876,7 +878,7 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
   }
 }
 
-StatusOr<DeleteWriteResult> DBImpl::Delete(const DeleteRequest& req) {
+StatusOr<DeleteWriteResult> DBImpl::DeleteWith(const DeleteRequest& req, const WriteOptionsInternal& w) {
   DeleteWriteResult result;
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) RETURN_IF_ERROR(ValidateNamespace(req.ns));
@@ -889,7 +891,7 @@ StatusOr<DeleteWriteResult> DBImpl::Delete(const DeleteRequest& req) {
     const DeleteStatement& stmt = req.deletes[i];
     Status s;
     if (coll) {
-      s = DeleteStatementImpl(*coll, stmt, i, req.write, &result);
+      s = DeleteStatementImpl(*coll, stmt, i, w, &result);
     } else {
       s = query::Matcher::Parse(stmt.q.bson()).status();
       if (s.ok() && stmt.basis_version) {

@@ -36,6 +36,7 @@ std::string IdempotencyLog::EncodeRecord(const IdempotencyRecord& record) {
   BSON_APPEND_DATE_TIME(&b, "at", record.at_ms);
   BSON_APPEND_UTF8(&b, "ns", record.ns.c_str());
   BSON_APPEND_DOCUMENT(&b, "reply", record.reply.bson());
+  if (record.fingerprint_format != 1) BSON_APPEND_INT32(&b, "fpv", record.fingerprint_format);
   std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
   bson_destroy(&b);
   return out;
@@ -58,6 +59,11 @@ Status DecodeRecord(const rocksdb::Slice& bytes, IdempotencyRecord* out) {
   out->fingerprint.assign(reinterpret_cast<const char*>(data), len);
   if (bson_iter_init_find(&it, &b, "at") && BSON_ITER_HOLDS_DATE_TIME(&it)) out->at_ms = bson_iter_date_time(&it);
   if (bson_iter_init_find(&it, &b, "ns") && BSON_ITER_HOLDS_UTF8(&it)) out->ns = bson_iter_utf8(&it, nullptr);
+  out->fingerprint_format = 1;
+  if (bson_iter_init_find(&it, &b, "fpv")) {
+    if (!BSON_ITER_HOLDS_INT32(&it)) return Status(ErrorCode::kDataCorruptionDetected, "bad fingerprint format");
+    out->fingerprint_format = bson_iter_int32(&it);
+  }
   if (!bson_iter_init_find(&it, &b, "reply") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
     return Status(ErrorCode::kDataCorruptionDetected, "idempotency record without reply");
   }

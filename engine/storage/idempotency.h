@@ -10,7 +10,9 @@
 // Column family "idempotency":
 //   key   = taskId bytes + 0x00 + writeSeq (int64, sign-flipped, 8 bytes BE)
 //   value = BSON {fp: BinData(0, 16 bytes XXH3-128), at: date, ns: string,
-//                 reply: document}                              DO NOT CHANGE
+//                 reply: document, fpv: int32}                  DO NOT CHANGE
+//   fpv: the fingerprint's format (engine/storage/fingerprint.h); records
+//   without it were written before format 2 and hold format 1.
 //
 // Thread safety: all methods may be called concurrently.
 #ifndef GATEDB_ENGINE_STORAGE_IDEMPOTENCY_H_
@@ -35,6 +37,7 @@ namespace gatedb {
 
 struct IdempotencyRecord {
   std::string fingerprint;  // 16 bytes
+  int fingerprint_format = 1;
   int64_t at_ms = 0;
   std::string ns;
   Document reply;

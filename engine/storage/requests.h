@@ -7,7 +7,10 @@
 #ifndef GATEDB_ENGINE_STORAGE_REQUESTS_H_
 #define GATEDB_ENGINE_STORAGE_REQUESTS_H_
 
+#include <bson/bson.h>
+
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,15 +71,29 @@ struct WriteError {
   Status status;  // with its errInfo, when it has one
 };
 
-struct WriteScope;  // engine/storage/db_impl_internal.h
+// A transaction that the writes of several requests join (a snapshot
+// transaction); engine/storage/db_impl_internal.h.  Doors hold it as a
+// ScopePtr and pass it back in WriteOptionsInternal::scope.
+struct WriteScope;
+struct WriteScopeDeleter {
+  void operator()(WriteScope* scope) const;  // rolls back what was not committed
+};
+using ScopePtr = std::unique_ptr<WriteScope, WriteScopeDeleter>;
 
 struct WriteOptionsInternal {
   bool sync = false;  // j: true
+  // Who writes and why.  With task_id and write_seq (and no scope) the
+  // write is keyed: it runs once, and a retry gets the stored result with
+  // `replayed` set (engine/storage/idempotency.h).
   WriteContext context;
   // When set, every write of the request joins this one transaction and
-  // nothing commits until DBImpl::CommitScope (a keyed command, a
-  // transaction).  Lock waits then fail instead of retrying.
+  // nothing commits until the transaction commits.  Lock waits then fail
+  // instead of retrying.
   WriteScope* scope = nullptr;
+  // The command BSON the request was parsed from, when a dispatcher built
+  // it: only for comparing with idempotency records of fingerprint format 1.
+  const bson_t* command = nullptr;
+  bool keyed() const { return scope == nullptr && !context.task_id.empty() && context.write_seq.has_value(); }
 };
 
 struct InsertRequest {
@@ -85,7 +102,10 @@ struct InsertRequest {
   bool ordered = true;
   WriteOptionsInternal write;
 };
+// `replayed` (every write result): a keyed write whose key had already run
+// it; the result is the stored one and nothing was written now.
 struct InsertResult {
+  bool replayed = false;
   int64_t n = 0;
   std::vector<Value> inserted_ids;  // of the documents that were inserted
   std::vector<WriteError> write_errors;
@@ -118,6 +138,7 @@ struct VersionConflictEntry {
 };
 
 struct UpdateWriteResult {
+  bool replayed = false;
   int64_t n = 0;
   int64_t n_modified = 0;
   std::vector<Upserted> upserted;
@@ -137,6 +158,7 @@ struct DeleteRequest {
   WriteOptionsInternal write;
 };
 struct DeleteWriteResult {
+  bool replayed = false;
   int64_t n = 0;
   std::vector<WriteError> write_errors;
   std::vector<VersionConflictEntry> version_conflicts;
@@ -176,6 +198,7 @@ struct FindAndModifyRequest {
   WriteOptionsInternal write;
 };
 struct FindAndModifyResult {
+  bool replayed = false;
   std::optional<Document> value;  // null in the reply when absent
   int64_t n = 0;
   bool updated_existing = false;

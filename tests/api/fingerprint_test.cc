@@ -1,7 +1,7 @@
 // The idempotency fingerprint: commands that mean the same hash alike, any
 // difference in meaning hashes apart, and the streamed hash agrees with the
 // canonical form it stands for.
-#include "api/commands/fingerprint.h"
+#include "engine/storage/fingerprint.h"
 
 #include <string>
 #include <vector>

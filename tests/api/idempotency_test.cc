@@ -137,12 +137,12 @@ TEST_F(IdempotencyTest, KeysExpireAfterTheRetention) {
   const char* cmd = R"({"update": "k", "updates": [{"q": {"_id": "c"}, "u": {"$inc": {"n": 1}}}], "writeContext": {"taskId": "t", "writeSeq": 1}})";
   Run(cmd);
   now_ms_ += 1800 * 1000;  // half the retention
-  auto collected = db_->impl()->idempotency()->Collect();
+  auto collected = db_->CollectIdempotencyRecords();
   ASSERT_OK(collected);
   EXPECT_EQ(*collected, 0u);
   EXPECT_TRUE(Replayed(Run(cmd)));
   now_ms_ += 3600 * 1000;  // past it
-  collected = db_->impl()->idempotency()->Collect();
+  collected = db_->CollectIdempotencyRecords();
   ASSERT_OK(collected);
   EXPECT_EQ(*collected, 1u);
   // The key is forgotten: the write runs again (the version gate and unique

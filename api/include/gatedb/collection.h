@@ -215,12 +215,7 @@ class Collection {
   StatusOr<std::vector<Document>> FindImpl(DocumentView filter, const FindOptions& options, int64_t limit);
   StatusOr<std::optional<Document>> FindAndModifyImpl(DocumentView filter, const Document* update,
                                                       bool remove, const FindOneAndModifyOptions& options);
-  // A write whose context holds an idempotency key goes through the command
-  // dispatcher (so that the key, the fingerprint and the stored reply are
-  // the same from every door).  Returns the reply, or its error as a Status.
-  StatusOr<Document> RunKeyed(bson_t* command, const WriteOptions& options);
   StatusOr<DeleteResult> DeleteImpl(DocumentView filter, int64_t limit, const WriteOptions& options);
-  StatusOr<DeleteResult> DeleteKeyed(DocumentView filter, int64_t limit, const WriteOptions& options);
 
   Database* db_;
   std::string db_name_;

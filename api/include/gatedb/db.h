@@ -28,10 +28,6 @@
 
 namespace gatedb {
 
-class DBImpl;
-class CommandDispatcher;
-class TxnManager;
-
 struct WithTransactionOptions {
   TransactionOptions transaction;
   // Give up retrying transient errors after this long (MongoDB's drivers
@@ -135,15 +131,17 @@ class Database {
   Status WithTransaction(const std::function<Status(Transaction& txn)>& fn,
                          const WithTransactionOptions& options = WithTransactionOptions());
 
-  // For the engine-facing parts of the API; not for applications.
-  DBImpl* impl() { return impl_.get(); }
-  TxnManager* txn_manager() { return txn_manager_.get(); }
+  // Deletes idempotency records older than Options::idempotency_retention_sec
+  // now (a background thread also does it periodically).  Returns how many.
+  StatusOr<uint64_t> CollectIdempotencyRecords();
+
+  // The store behind this Database (api/src/database_rep.h).
+  struct Rep;
 
  private:
-  Database() = default;
-  std::unique_ptr<DBImpl> impl_;
-  std::unique_ptr<TxnManager> txn_manager_;
-  std::unique_ptr<CommandDispatcher> dispatcher_;
+  friend class Collection;
+  Database();
+  std::unique_ptr<Rep> rep_;
 };
 
 }  // namespace gatedb

@@ -1,0 +1,156 @@
+// DBImpl: the idempotency protocol.  Every keyed write (insert, update,
+// delete, findAndModify with writeContext.taskId and writeSeq, from any
+// door) and every keyed transaction commit runs through RunKeyed:
+//
+//   1. claim the key in-process: a concurrent duplicate waits, then replays;
+//   2. look the key up: the same fingerprint -> the stored reply (replayed);
+//      another fingerprint -> IdempotencyKeyReuse;
+//   3. run the write inside one WriteScope (a pessimistic transaction that
+//      every statement joins, its journal events queued on the scope);
+//   4. commit, as one RocksDB write under commit_mu_, the documents, the
+//      journal events and (when the write took effect) the record.
+//
+// A write that fails as a whole rolls back and stores nothing.
+#include "engine/storage/db_impl.h"
+#include "engine/storage/db_impl_internal.h"
+#include "engine/storage/fingerprint.h"
+#include "engine/storage/idempotency.h"
+#include "wal/journal.h"
+
+namespace gatedb {
+
+StatusOr<std::optional<Document>> DBImpl::StoredReply(const KeyedCall& call, const std::string& key) {
+  ASSIGN_OR_RETURN(std::optional<IdempotencyRecord> rec, idempotency_->Lookup(key));
+  if (!rec) return std::optional<Document>();
+  bool same;
+  if (rec->fingerprint_format == kFingerprintFormat) {
+    same = rec->fingerprint == call.fingerprint;
+  } else {
+    std::string legacy = call.legacy_fingerprint ? call.legacy_fingerprint() : std::string();
+    same = rec->fingerprint_format == 1 && !legacy.empty() && rec->fingerprint == legacy;
+  }
+  if (!same) {
+    const WriteContext& wc = *call.context;
+    bson_t* info = bson_new();
+    BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
+    BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
+    BSON_APPEND_DATE_TIME(info, "firstUsedAt", rec->at_ms);
+    BSON_APPEND_UTF8(info, "ns", rec->ns.c_str());
+    return Status(ErrorCode::kIdempotencyKeyReuse,
+                  "idempotency key (taskId: \"" + wc.task_id + "\", writeSeq: " + std::to_string(*wc.write_seq) +
+                      ") was already used for a different command; use a new writeSeq",
+                  std::make_shared<const Document>(Document::Adopt(info)));
+  }
+  return std::optional<Document>(std::move(rec->reply));
+}
+
+StatusOr<Document> DBImpl::RunKeyed(const KeyedCall& call, WriteScope* scope, bool* replayed) {
+  *replayed = false;
+  const WriteContext& wc = *call.context;
+  RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(wc.task_id));
+  const std::string key = IdempotencyLog::EncodeKey(wc.task_id, *wc.write_seq);
+  IdempotencyLog::ClaimGuard claim(idempotency_.get(), key);
+  ASSIGN_OR_RETURN(std::optional<Document> stored, StoredReply(call, key));
+  if (stored) {
+    // A durable retry is answered once what it replays is durable (its
+    // first run may have got WriteConcernFailed).
+    RETURN_IF_ERROR(SyncCommitted(call.sync));
+    *replayed = true;
+    return std::move(*stored);
+  }
+  ScopePtr own;
+  if (scope == nullptr) {
+    own = BeginScope(call.sync);
+    scope = own.get();
+  }
+  bson_t* reply = bson_new();
+  bool took_effect = false;
+  Status s = call.run(scope, reply, &took_effect);
+  Document out = Document::Adopt(reply);
+  RETURN_IF_ERROR(s);  // an own scope rolls back: nothing happened, nothing stored
+  if (!took_effect) {
+    RETURN_IF_ERROR(CommitScope(scope));
+    return out;
+  }
+  IdempotencyRecord rec;
+  rec.fingerprint = call.fingerprint;
+  rec.fingerprint_format = kFingerprintFormat;
+  rec.at_ms = NowMs();
+  rec.ns = call.ns;
+  rec.reply = out;
+  RETURN_IF_ERROR(CommitScope(scope, &key, &rec));
+  return out;
+}
+
+StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
+  if (!req.write.keyed()) return InsertWith(req, req.write);
+  return RunKeyedRequest<InsertResult>(
+      req, [&](const WriteOptionsInternal& w) { return InsertWith(req, w); },
+      [](const InsertResult& r, bson_t* out) { AppendReply(r, /*inserted_ids=*/true, out); });
+}
+
+StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
+  if (!req.write.keyed()) return UpdateWith(req, req.write);
+  return RunKeyedRequest<UpdateWriteResult>(
+      req, [&](const WriteOptionsInternal& w) { return UpdateWith(req, w); },
+      [](const UpdateWriteResult& r, bson_t* out) { AppendReply(r, out); });
+}
+
+StatusOr<DeleteWriteResult> DBImpl::Delete(const DeleteRequest& req) {
+  if (!req.write.keyed()) return DeleteWith(req, req.write);
+  return RunKeyedRequest<DeleteWriteResult>(
+      req, [&](const WriteOptionsInternal& w) { return DeleteWith(req, w); },
+      [](const DeleteWriteResult& r, bson_t* out) { AppendReply(r, out); });
+}
+
+StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& req) {
+  if (!req.write.keyed()) return FindAndModifyWith(req, req.write);
+  return RunKeyedRequest<FindAndModifyResult>(
+      req, [&](const WriteOptionsInternal& w) { return FindAndModifyWith(req, w); },
+      [&](const FindAndModifyResult& r, bson_t* out) { AppendReply(r, req.remove, out); });
+}
+
+Status DBImpl::CommitTransaction(WriteScope* scope, const WriteContext* keyed, bool* replayed) {
+  *replayed = false;
+  if (keyed == nullptr || keyed->task_id.empty() || !keyed->write_seq) return CommitScope(scope);
+  KeyedCall call;
+  call.context = keyed;
+  call.sync = scope->sync;
+  call.ns = "admin.$cmd";
+  call.fingerprint = CommitFingerprint();
+  call.legacy_fingerprint = [] { return LegacyCommitFingerprint(); };
+  call.run = [&](WriteScope*, bson_t* reply, bool* took_effect) {
+    BSON_APPEND_UTF8(reply, "txn", scope->txn_id.c_str());
+    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    *took_effect = true;
+    return Status::OK();
+  };
+  return RunKeyed(call, scope, replayed).status();
+}
+
+Status DBImpl::TransactionCommittedBefore(const WriteContext& context, bool sync, bool* committed) {
+  *committed = false;
+  if (context.task_id.empty() || !context.write_seq) return Status::OK();
+  RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(context.task_id));
+  KeyedCall call;
+  call.context = &context;
+  call.fingerprint = CommitFingerprint();
+  call.legacy_fingerprint = [] { return LegacyCommitFingerprint(); };
+  ASSIGN_OR_RETURN(std::optional<Document> stored,
+                   StoredReply(call, IdempotencyLog::EncodeKey(context.task_id, *context.write_seq)));
+  if (!stored) return Status::OK();
+  *committed = true;
+  return SyncCommitted(sync);
+}
+
+StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> DBImpl::IdempotencyStatus(const std::string& task_id) {
+  return idempotency_->ListTask(task_id);
+}
+
+StatusOr<uint64_t> DBImpl::CollectIdempotencyRecords() { return idempotency_->Collect(); }
+
+bool DBImpl::WaitForJournal(uint64_t after_seq, int64_t timeout_ms) {
+  return journal_->WaitForEvents(after_seq, std::chrono::milliseconds(timeout_ms));
+}
+
+}  // namespace gatedb

@@ -1,8 +1,10 @@
 #include "gatedb/document.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "engine/document/validate.h"
 
@@ -55,86 +57,273 @@ Document::~Document() {
 
 namespace {
 
-// libbson's JSON reader takes {"$type": <number or array>} for the legacy
-// binary syntax and fails, though it is the query operator $type (MongoDB's
-// shell reads it fine).  Such keys are renamed to kTypeStandIn before
-// parsing and back after.  ({"$type": "string"} and the legacy binary form
-// {"$binary": "...", "$type": "00"} are left alone.)
-constexpr char kTypeStandIn[] = "$__gatedb_type_operator__";
+// ---------------------------------------------------------------------------
+// The query operator $type in JSON.
+//
+// libbson's JSON reader takes an object's "$type" key as the legacy Extended
+// JSON binary form ({"$binary": "<base64>", "$type": "<hex>"}) and fails on
+// the query operator: {"$type": "date"} ("Missing $binary"), {"$type": 9},
+// {"$type": ["string", "date"]}.  (It lets some strings through, "string" or
+// "number", and refuses others, by whether they start with a hex digit.)
+// libbson has no option to turn this off, so FromJson renames every "$type"
+// key whose object has no "$binary" key to a stand-in before libbson parses,
+// and renames the stand-in back to "$type" in the parsed BSON.  The legacy
+// binary form, an object with both keys, is left to libbson as before.
+//
+// The stand-in is "$" and four characters of [0-9A-Za-z], chosen so that no
+// key of the input has that name (the first free one), and it is written
+// into the text with exactly as many bytes as the key it replaces ("$type",
+// or an escaped spelling such as "\u0024type"), so libbson's error positions
+// are those of the input.
+// ---------------------------------------------------------------------------
 
-bool RewriteTypeOperators(std::string_view json, std::string* out) {
-  bool changed = false;
-  bool in_string = false;
-  size_t token_start = 0;
-  out->clear();
-  out->reserve(json.size() + 32);
-  for (size_t i = 0; i < json.size(); ++i) {
-    char c = json[i];
-    if (in_string) {
-      if (c == '\\') {
-        out->push_back(c);
-        if (i + 1 < json.size()) out->push_back(json[++i]);
-        continue;
-      }
-      if (c == '"') {
-        in_string = false;
-        std::string_view token = json.substr(token_start, i - token_start);
-        if (token == "$type") {
-          size_t j = i + 1;
-          while (j < json.size() && isspace(static_cast<unsigned char>(json[j]))) ++j;
-          if (j < json.size() && json[j] == ':') {
-            ++j;
-            while (j < json.size() && isspace(static_cast<unsigned char>(json[j]))) ++j;
-            if (j < json.size() && (isdigit(static_cast<unsigned char>(json[j])) || json[j] == '-' || json[j] == '[')) {
-              out->resize(out->size() - token.size());
-              out->append(kTypeStandIn);
-              changed = true;
-            }
-          }
-        }
-      }
-      out->push_back(c);
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      token_start = i + 1;
-    }
-    out->push_back(c);
-  }
-  return changed;
+constexpr char kStandInAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+constexpr uint32_t kStandInRadix = 62;
+constexpr uint32_t kStandInCount = kStandInRadix * kStandInRadix * kStandInRadix * kStandInRadix;
+constexpr size_t kStandInLen = 5;  // == strlen("$type")
+
+// The scanner gives up (and leaves the text to libbson, which refuses it)
+// past this depth; libbson refuses more than about 100 levels.
+constexpr size_t kMaxScanDepth = 128;
+
+// Only text that can hold a "$type" key is scanned: the key is spelled
+// "$type", or with JSON escapes, which start "\u0024" (the '$') or "$\u".
+bool MayHaveTypeKey(std::string_view json) {
+  return json.find("$type") != std::string_view::npos || json.find("\\u0024") != std::string_view::npos ||
+         json.find("$\\u") != std::string_view::npos;
 }
 
-void RenameStandIns(const bson_t* in, bson_t* out, int depth) {
-  bson_iter_t it;
-  if (!bson_iter_init(&it, in)) return;
-  while (bson_iter_next(&it)) {
-    const char* key = bson_iter_key(&it);
-    if (std::strcmp(key, kTypeStandIn) == 0) key = "$type";
-    if ((BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) && depth < 256) {
-      uint32_t len = 0;
-      const uint8_t* data = nullptr;
-      bool is_array = BSON_ITER_HOLDS_ARRAY(&it);
-      if (is_array) {
-        bson_iter_array(&it, &len, &data);
-      } else {
-        bson_iter_document(&it, &len, &data);
-      }
-      bson_t sub_in, sub_out;
-      if (bson_init_static(&sub_in, data, len)) {
-        if (is_array) {
-          bson_append_array_begin(out, key, -1, &sub_out);
-          RenameStandIns(&sub_in, &sub_out, depth + 1);
-          bson_append_array_end(out, &sub_out);
-        } else {
-          bson_append_document_begin(out, key, -1, &sub_out);
-          RenameStandIns(&sub_in, &sub_out, depth + 1);
-          bson_append_document_end(out, &sub_out);
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes the raw text of a JSON string (between the quotes) when it is at
+// most `cap` ASCII characters long; false for anything longer, non-ASCII or
+// badly escaped (none of which can be a name this file looks for).
+bool DecodeShortAsciiKey(std::string_view raw, char* out, size_t cap, size_t* len) {
+  size_t n = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (n == cap) return false;
+    unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c >= 0x80) return false;
+    if (c != '\\') {
+      out[n++] = static_cast<char>(c);
+      continue;
+    }
+    if (++i == raw.size()) return false;
+    switch (raw[i]) {
+      case '"': case '\\': case '/': out[n++] = raw[i]; break;
+      case 'b': out[n++] = '\b'; break;
+      case 'f': out[n++] = '\f'; break;
+      case 'n': out[n++] = '\n'; break;
+      case 'r': out[n++] = '\r'; break;
+      case 't': out[n++] = '\t'; break;
+      case 'u': {
+        if (raw.size() - i - 1 < 4) return false;
+        int cp = 0;
+        for (int k = 1; k <= 4; ++k) {
+          int d = HexDigit(raw[i + k]);
+          if (d < 0) return false;
+          cp = cp * 16 + d;
         }
-        continue;
+        if (cp >= 0x80) return false;
+        out[n++] = static_cast<char>(cp);
+        i += 4;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  *len = n;
+  return true;
+}
+
+// The index of a name of the stand-in's shape ("$" + 4 of the alphabet), or -1.
+int64_t StandInIndex(const char* name, size_t len) {
+  if (len != kStandInLen || name[0] != '$') return -1;
+  int64_t index = 0;
+  for (size_t i = 1; i < kStandInLen; ++i) {
+    const char* p = name[i] == '\0' ? nullptr : std::strchr(kStandInAlphabet, name[i]);
+    if (p == nullptr) return -1;
+    index = index * kStandInRadix + (p - kStandInAlphabet);
+  }
+  return index;
+}
+
+void StandInName(uint32_t index, char name[kStandInLen]) {
+  name[0] = '$';
+  for (size_t i = kStandInLen - 1; i >= 1; --i) {
+    name[i] = kStandInAlphabet[index % kStandInRadix];
+    index /= kStandInRadix;
+  }
+}
+
+// The position of the quote that ends the string whose text starts at
+// `start`, or json.size() if none does: the first '"' not escaped, that is
+// not preceded by an odd run of backslashes.  (Each run is counted once, by
+// the quote that follows it, so the whole text costs one pass.)
+size_t ClosingQuote(std::string_view json, size_t start) {
+  size_t j = start;
+  while (j < json.size()) {
+    const void* q = std::memchr(json.data() + j, '"', json.size() - j);
+    if (q == nullptr) break;
+    j = static_cast<size_t>(static_cast<const char*>(q) - json.data());
+    size_t backslashes = 0;
+    while (j - backslashes > start && json[j - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return j;
+    ++j;
+  }
+  return json.size();
+}
+
+struct KeySpan {
+  size_t start;  // of the raw text between the quotes
+  size_t len;
+};
+
+struct TypeKeyScan {
+  std::vector<KeySpan> type_keys;      // "$type" keys of objects without "$binary"
+  std::vector<uint32_t> taken;         // stand-in names used as keys by the input
+};
+
+// One pass over the text, iterative: strings (with their escapes) are
+// skipped as units, so a "$type" inside a string value is never touched; a
+// string followed by ':' inside an object is a key.  Returns false when
+// there is nothing to do or the text is too deep (libbson reports the
+// error).  Malformed text is not diagnosed here but left to libbson; what is
+// renamed in it keeps its length, so libbson's error positions still hold.
+bool ScanTypeKeys(std::string_view json, TypeKeyScan* scan) {
+  struct Frame {
+    bool is_object;
+    bool has_binary;
+    size_t first_pending;  // this object's entries in `pending`
+  };
+  std::vector<Frame> stack;
+  std::vector<KeySpan> pending;  // "$type" keys of the objects still open
+  const size_t n = json.size();
+  size_t i = 0;
+  while (i < n) {
+    char c = json[i];
+    if (c == '"') {
+      size_t start = i + 1;
+      size_t j = ClosingQuote(json, start);
+      if (j == n) break;  // unterminated string
+      i = j + 1;
+      if (stack.empty() || !stack.back().is_object) continue;
+      size_t k = i;
+      while (k < n && IsJsonSpace(json[k])) ++k;
+      if (k == n || json[k] != ':') continue;
+      char name[8];
+      size_t len = 0;
+      if (!DecodeShortAsciiKey(json.substr(start, j - start), name, sizeof(name), &len)) continue;
+      std::string_view key(name, len);
+      if (key == "$type") {
+        pending.push_back(KeySpan{start, j - start});
+      } else if (key == "$binary") {
+        stack.back().has_binary = true;
+      } else {
+        int64_t index = StandInIndex(name, len);
+        if (index >= 0) scan->taken.push_back(static_cast<uint32_t>(index));
+      }
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (stack.size() == kMaxScanDepth) return false;
+      stack.push_back(Frame{c == '{', false, pending.size()});
+    } else if (c == '}' || c == ']') {
+      if (stack.empty()) break;  // unbalanced: libbson refuses it
+      Frame frame = stack.back();
+      stack.pop_back();
+      if (frame.is_object && !frame.has_binary) {
+        scan->type_keys.insert(scan->type_keys.end(), pending.begin() + frame.first_pending, pending.end());
+      }
+      pending.resize(frame.first_pending);
+    }
+    ++i;
+  }
+  return !scan->type_keys.empty();
+}
+
+// The first stand-in name no key of the input uses; false if all are used.
+bool PickStandIn(std::vector<uint32_t>* taken, char name[kStandInLen]) {
+  std::sort(taken->begin(), taken->end());
+  uint32_t index = 0;
+  for (uint32_t t : *taken) {
+    if (t > index) break;
+    if (t == index) ++index;
+  }
+  if (index >= kStandInCount) return false;
+  StandInName(index, name);
+  return true;
+}
+
+// Writes `name` over the raw key text at `span`, in exactly span.len bytes:
+// a "$type" key is 5 + 5k bytes long (k characters written as \u00XX), and
+// the stand-in is spelled with the same number of escapes.
+bool WriteStandIn(const char name[kStandInLen], KeySpan span, std::string* text) {
+  if (span.len < kStandInLen || (span.len - kStandInLen) % 5 != 0) return false;
+  size_t escaped = (span.len - kStandInLen) / 5;
+  if (escaped > kStandInLen) return false;
+  static constexpr char kHex[] = "0123456789abcdef";
+  size_t at = span.start;
+  for (size_t i = 0; i < kStandInLen; ++i) {
+    unsigned char ch = static_cast<unsigned char>(name[i]);
+    if (i < escaped) {
+      const char esc[6] = {'\\', 'u', '0', '0', kHex[ch >> 4], kHex[ch & 0xf]};
+      text->replace(at, 6, esc, 6);
+      at += 6;
+    } else {
+      (*text)[at++] = name[i];
+    }
+  }
+  return true;
+}
+
+// Renames every key `name` of the document (nested documents, arrays and
+// code-with-scope scopes included) back to "$type", in place: the names have
+// the same length.  Iterative.
+void RenameStandInsBack(uint8_t* data, uint32_t len, const char name[kStandInLen]) {
+  bson_t root;
+  if (!bson_init_static(&root, data, len)) return;
+  // bson_iter_t is declared 128-byte aligned through its typedef, which a
+  // template argument drops; a struct member keeps it, so the vector
+  // allocates aligned storage.
+  struct Level {
+    bson_iter_t it;
+  };
+  static_assert(alignof(Level) == alignof(bson_iter_t), "bson_iter_t alignment");
+  std::vector<Level> stack(1);
+  if (!bson_iter_init(&stack.back().it, &root)) return;
+  while (!stack.empty()) {
+    bson_iter_t* it = &stack.back().it;
+    if (!bson_iter_next(it)) {
+      stack.pop_back();
+      continue;
+    }
+    if (bson_iter_key_len(it) == kStandInLen && std::memcmp(bson_iter_key(it), name, kStandInLen) == 0) {
+      // The key lies in `data`, which this function may write.
+      size_t offset = static_cast<size_t>(reinterpret_cast<const uint8_t*>(bson_iter_key(it)) - data);
+      std::memcpy(data + offset, "$type", kStandInLen);
+    }
+    Level child;
+    if (BSON_ITER_HOLDS_DOCUMENT(it) || BSON_ITER_HOLDS_ARRAY(it)) {
+      if (bson_iter_recurse(it, &child.it)) stack.push_back(child);
+    } else if (BSON_ITER_HOLDS_CODEWSCOPE(it)) {
+      uint32_t code_len = 0, scope_len = 0;
+      const uint8_t* scope_data = nullptr;
+      bson_iter_codewscope(it, &code_len, &scope_len, &scope_data);
+      bson_t scope;
+      if (scope_data != nullptr && bson_init_static(&scope, scope_data, scope_len) &&
+          bson_iter_init(&child.it, &scope)) {
+        stack.push_back(child);
       }
     }
-    bson_append_value(out, key, -1, bson_iter_value(&it));
   }
 }
 
@@ -147,8 +336,17 @@ StatusOr<Document> Document::FromJson(std::string_view json) {
     return Status(ErrorCode::kFailedToParse, "invalid JSON: expected a document ({...}) at position " +
                                                  std::to_string(first));
   }
+  // $type keys (see above): only text that can hold one is scanned.
   std::string rewritten;
-  bool renamed = RewriteTypeOperators(json, &rewritten);
+  char stand_in[kStandInLen];
+  bool renamed = false;
+  if (MayHaveTypeKey(json)) {
+    TypeKeyScan scan;
+    if (ScanTypeKeys(json, &scan) && PickStandIn(&scan.taken, stand_in)) {
+      rewritten.assign(json.data(), json.size());
+      for (const KeySpan& span : scan.type_keys) renamed |= WriteStandIn(stand_in, span, &rewritten);
+    }
+  }
   std::string_view text = renamed ? std::string_view(rewritten) : json;
   bson_error_t error;
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
@@ -161,10 +359,13 @@ StatusOr<Document> Document::FromJson(std::string_view json) {
     return Status(ErrorCode::kFailedToParse, msg);
   }
   if (renamed) {
-    bson_t* fixed = bson_new();
-    RenameStandIns(b, fixed, 0);
-    bson_destroy(b);
-    b = fixed;
+    uint32_t len = 0;
+    uint8_t* data = bson_destroy_with_steal(b, true, &len);
+    if (data == nullptr) return Status(ErrorCode::kFailedToParse, "invalid JSON: out of memory");
+    RenameStandInsBack(data, len, stand_in);
+    b = bson_new_from_data(data, len);
+    bson_free(data);
+    if (b == nullptr) return Status(ErrorCode::kFailedToParse, "invalid JSON: out of memory");
   }
   return Document(b);
 }

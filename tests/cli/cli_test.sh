@@ -43,6 +43,12 @@ out=$("$GATEDB" run --db "$dir/db" -c '{"count": "c"}')
 check "run -c exits 0" $?
 printf '%s\n' "$out" | grep -q '"n" : 1'; check "data persists across runs" $?
 
+# The query operator $type reads from JSON (libbson alone takes it for legacy $binary).
+out=$(printf '%s\n' \
+  '{"insert": "d", "documents": [{"_id": 1, "ts": {"$date": "2024-01-02T03:04:05Z"}}, {"_id": 2, "ts": "x"}]}' \
+  '{"count": "d", "query": {"ts": {"$type": "date"}}}' | "$GATEDB" run --db "$dir/db")
+printf '%s\n' "$out" | sed -n 2p | grep -q '"n" : 1'; check "a \$type filter reads from JSON" $?
+
 "$GATEDB" run --db "$dir/db" -c '{"bogus": 1}' >/dev/null
 [ $? -ne 0 ]; check "run -c with a failing command exits non-zero" $?
 

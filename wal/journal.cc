@@ -127,8 +127,12 @@ StatusOr<std::unique_ptr<Journal>> Journal::Open(rocksdb::TransactionDB* db,
   // Everything collected: the journal is empty but seqs must not restart.
   uint64_t last = std::max(last_key, first - 1);
   j->allocated_ = last;
-  j->published_ = last;
-  j->first_ = first;
+  {
+    // No other thread sees j yet; the lock is for the analysis.
+    MutexLock l(&j->mu_);
+    j->published_ = last;
+    j->first_ = first;
+  }
   return j;
 }
 
@@ -143,11 +147,11 @@ void Journal::ReleaseSeq(uint64_t seq) {
 
 void Journal::Published(uint64_t seq) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     assert(seq > published_ && seq <= allocated_);
     if (seq > published_) published_ = seq;
   }
-  published_cv_.notify_all();
+  published_cv_.SignalAll();
 }
 
 Status Journal::Encode(uint64_t seq, const bson_t* event, std::string_view doc_key,
@@ -249,12 +253,12 @@ Status Journal::AddToBatch(rocksdb::WriteBatch* batch, uint64_t seq, const bson_
 // ---- Reading ----------------------------------------------------------------
 
 uint64_t Journal::last_seq() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return published_;
 }
 
 uint64_t Journal::first_seq() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return first_;
 }
 
@@ -303,8 +307,8 @@ StatusOr<Journal::ReadResult> Journal::Read(const ReadOptions& opts) const {
 }
 
 bool Journal::WaitForEvents(uint64_t after_seq, std::chrono::milliseconds timeout) const {
-  std::unique_lock<std::mutex> l(mu_);
-  return published_cv_.wait_for(l, timeout, [&] { return published_ > after_seq; });
+  MutexLock l(&mu_);
+  return published_cv_.WaitFor(&mu_, timeout, [&]() GATEDB_REQUIRES(mu_) { return published_ > after_seq; });
 }
 
 Status Journal::EventsForDocument(std::string_view doc_key, int64_t after_version,
@@ -382,7 +386,7 @@ Status Journal::EventsForDocument(std::string_view doc_key, int64_t after_versio
 // ---- Retention ----------------------------------------------------------------
 
 Status Journal::Collect() {
-  std::lock_guard<std::mutex> collect_lock(collect_mu_);
+  MutexLock collect_lock(&collect_mu_);
   const int64_t now = clock_ms_();
   const uint64_t last = last_seq();
   const uint64_t first = first_seq();
@@ -422,13 +426,12 @@ Status Journal::Collect() {
     rocksdb::WriteBatch meta;
     RETURN_IF_ERROR(FromRocks(meta.Put(meta_cf_, kMetaFirstSeqKey, EncodeFirstSeq(target))));
     RETURN_IF_ERROR(FromRocks(db_->GetBaseDB()->Write(rocksdb::WriteOptions(), &meta)));
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     first_ = target;
   }
   return DeleteCollected(target);
 }
 
-// REQUIRES: collect_mu_ is held; new_first is the first_seq in journal_meta.
 Status Journal::DeleteCollected(uint64_t new_first) {
   // deleted_below_ starts at 0 after Open, so the first call also finishes a
   // deletion that a crash interrupted.
@@ -466,7 +469,7 @@ Status Journal::DeleteCollected(uint64_t new_first) {
 }
 
 void Journal::StartBackgroundCollector() {
-  std::lock_guard<std::mutex> l(bg_mu_);
+  MutexLock l(&bg_mu_);
   if (bg_thread_.joinable()) return;
   bg_stop_ = false;
   bg_thread_ = std::thread([this] { CollectorLoop(); });
@@ -475,28 +478,30 @@ void Journal::StartBackgroundCollector() {
 void Journal::Stop() {
   std::thread t;
   {
-    std::lock_guard<std::mutex> l(bg_mu_);
+    MutexLock l(&bg_mu_);
     bg_stop_ = true;
     t = std::move(bg_thread_);
   }
-  bg_cv_.notify_all();
+  bg_cv_.SignalAll();
   if (t.joinable()) t.join();
 }
 
 Status Journal::last_collect_status() const {
-  std::lock_guard<std::mutex> l(bg_mu_);
+  MutexLock l(&bg_mu_);
   return bg_status_;
 }
 
 void Journal::CollectorLoop() {
-  std::unique_lock<std::mutex> l(bg_mu_);
-  while (!bg_stop_) {
-    if (bg_cv_.wait_for(l, std::chrono::milliseconds(opts_.collect_interval_ms), [&] { return bg_stop_; })) {
-      break;
+  const std::chrono::milliseconds interval(opts_.collect_interval_ms);
+  for (;;) {
+    {
+      MutexLock l(&bg_mu_);
+      // The predicate is checked before the first wait: a stop requested
+      // while Collect ran ends the loop at once.
+      if (bg_cv_.WaitFor(&bg_mu_, interval, [&]() GATEDB_REQUIRES(bg_mu_) { return bg_stop_; })) return;
     }
-    l.unlock();
     Status s = Collect();
-    l.lock();
+    MutexLock l(&bg_mu_);
     bg_status_ = std::move(s);
   }
 }

@@ -19,6 +19,8 @@
 //   - AllocateSeq, ReleaseSeq and Published REQUIRE the caller's commit mutex:
 //     one commit at a time holds a seq, so seqs are published in order and a
 //     failed commit gives its seq back before anyone else takes the next.
+//     (The journal cannot name that mutex, so clang's thread-safety analysis
+//     does not check this one; the journal's own locks below are checked.)
 //   - AddToTransaction / AddToBatch only encode; they touch no journal state.
 //   - Read, WaitForEvents, EventsForDocument, Collect, last_seq and first_seq
 //     may be called from any thread at any time, without the commit mutex.
@@ -38,16 +40,16 @@
 #include <rocksdb/write_batch.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "engine/util/mutex.h"
+#include "engine/util/thread_annotations.h"
 #include "gatedb/document.h"
 #include "gatedb/status.h"
 
@@ -109,7 +111,7 @@ class Journal {
   // it (a transaction that holds several seqs publishes its last one); wakes
   // WaitForEvents.  REQUIRES: every seq up to `seq` is committed; seq is
   // allocated and above last_seq().
-  void Published(uint64_t seq);
+  void Published(uint64_t seq) GATEDB_EXCLUDES(mu_);
 
   // Adds the event's puts to `txn` with PutUntracked (journal keys are unique
   // and need no locks), so that the event commits or rolls back with the
@@ -140,10 +142,10 @@ class Journal {
   // ---- Reading.  Any thread.
 
   // The last published seq (0 when no event was ever written).
-  uint64_t last_seq() const;
+  uint64_t last_seq() const GATEDB_EXCLUDES(mu_);
   // The first retained seq: 1 when nothing was ever collected; last_seq() + 1
   // when everything was.
-  uint64_t first_seq() const;
+  uint64_t first_seq() const GATEDB_EXCLUDES(mu_);
 
   struct ReadOptions {
     // Events with seq > after_seq.  Default: 0 (from the start).
@@ -170,11 +172,12 @@ class Journal {
   // seq.  Errors: ChangeStreamHistoryLost when after_seq + 1 < first_seq() (events after
   // after_seq were collected; never a silent gap); DataCorruptionDetected
   // (a malformed or missing event below last_seq); InternalError (RocksDB).
-  StatusOr<ReadResult> Read(const ReadOptions& opts) const;
+  StatusOr<ReadResult> Read(const ReadOptions& opts) const GATEDB_EXCLUDES(mu_);
 
   // Blocks until last_seq() > after_seq or `timeout` passes.  True when there
   // are events after after_seq.
-  bool WaitForEvents(uint64_t after_seq, std::chrono::milliseconds timeout) const;
+  bool WaitForEvents(uint64_t after_seq, std::chrono::milliseconds timeout) const
+      GATEDB_EXCLUDES(mu_);
 
   // The indexed events of one document (by its storage key) whose
   // version_after > after_version, oldest first, within the document's
@@ -187,7 +190,7 @@ class Journal {
   // that know the document's current version should not ask when it equals
   // after_version.  DataCorruptionDetected, InternalError as Read.
   Status EventsForDocument(std::string_view doc_key, int64_t after_version,
-                           std::vector<Document>* events) const;
+                           std::vector<Document>* events) const GATEDB_EXCLUDES(mu_);
 
   // ---- Retention.  Any thread; concurrent calls are serialized.
 
@@ -199,15 +202,15 @@ class Journal {
   // of ~1000 through the base DB.  Never takes the commit mutex, never
   // collects an unpublished seq.  Also finishes a deletion that a crash
   // interrupted.  Errors: DataCorruptionDetected, InternalError.
-  Status Collect();
+  Status Collect() GATEDB_EXCLUDES(collect_mu_, mu_);
 
   // Starts a thread that calls Collect() every collect_interval_ms (errors
   // are kept in last_collect_status()).  No-op when already running.
-  void StartBackgroundCollector();
+  void StartBackgroundCollector() GATEDB_EXCLUDES(bg_mu_);
   // Stops and joins the collector thread.  Idempotent.
-  void Stop();
+  void Stop() GATEDB_EXCLUDES(bg_mu_);
   // The Status of the collector thread's latest Collect().
-  Status last_collect_status() const;
+  Status last_collect_status() const GATEDB_EXCLUDES(bg_mu_);
 
  private:
   Journal(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* journal_cf,
@@ -217,8 +220,9 @@ class Journal {
   struct EncodedEvent;
   Status Encode(uint64_t seq, const bson_t* event, std::string_view doc_key, int64_t version_after,
                 bool index_doc, EncodedEvent* out) const;
-  Status DeleteCollected(uint64_t new_first);
-  void CollectorLoop();
+  // REQUIRES: new_first is the first_seq in journal_meta.
+  Status DeleteCollected(uint64_t new_first) GATEDB_REQUIRES(collect_mu_);
+  void CollectorLoop() GATEDB_EXCLUDES(bg_mu_);
 
   // Constant after construction.
   rocksdb::TransactionDB* const db_;
@@ -228,22 +232,24 @@ class Journal {
   const JournalOptions opts_;
   const std::function<int64_t()> clock_ms_;
 
-  // Protected by the caller's commit mutex.
+  // Protected by the caller's commit mutex (not annotated: the journal does
+  // not know that mutex).
   uint64_t allocated_ = 0;  // last allocated seq
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable published_cv_;  // signalled by Published
-  uint64_t published_ = 0;  // GUARDED_BY(mu_): last published seq
-  uint64_t first_ = 1;      // GUARDED_BY(mu_): first retained seq
+  mutable Mutex mu_;
+  mutable CondVar published_cv_;  // signalled by Published
+  uint64_t published_ GATEDB_GUARDED_BY(mu_) = 0;  // last published seq
+  uint64_t first_ GATEDB_GUARDED_BY(mu_) = 1;      // first retained seq
 
-  std::mutex collect_mu_;      // serializes Collect
-  uint64_t deleted_below_ = 0;  // GUARDED_BY(collect_mu_): every event below it is deleted
+  Mutex collect_mu_;  // serializes Collect
+  // Every event below it is deleted.
+  uint64_t deleted_below_ GATEDB_GUARDED_BY(collect_mu_) = 0;
 
-  mutable std::mutex bg_mu_;
-  std::condition_variable bg_cv_;
-  bool bg_stop_ = false;         // GUARDED_BY(bg_mu_)
-  Status bg_status_;             // GUARDED_BY(bg_mu_)
-  std::thread bg_thread_;        // GUARDED_BY(bg_mu_); joined outside it
+  mutable Mutex bg_mu_;
+  CondVar bg_cv_;
+  bool bg_stop_ GATEDB_GUARDED_BY(bg_mu_) = false;
+  Status bg_status_ GATEDB_GUARDED_BY(bg_mu_);
+  std::thread bg_thread_ GATEDB_GUARDED_BY(bg_mu_);  // joined outside bg_mu_
 };
 
 }  // namespace wal

@@ -47,6 +47,7 @@ struct IdempotencyRecord;
 struct PendingEvent;
 struct RefusalDetail;
 struct RecordView;
+struct AppliedUpdate;
 class Txn;
 
 class DBImpl {
@@ -233,6 +234,13 @@ class DBImpl {
                         const WriteOptionsInternal& w, WriteOutcome* out);
   Status DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
                         const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out);
+  // After the gate let an update through: stamps version + 1 into the new
+  // document, validates what it wrote, and puts the record (with its
+  // writer and field-version table) into `txn` and its journal event into
+  // `events`.  `merged`: a stale write the collection's policy let through.
+  Status StageUpdate(const Collection& coll, Txn& txn, const std::string& key, const RecordView& rec,
+                     const update::UpdateDriver& driver, AppliedUpdate* applied, const WriteOptionsInternal& w,
+                     const WriteGate& gate, bool merged, int64_t now, std::vector<PendingEvent>* events);
 
   // Numbers `events` in the journal, adds them to `txn` and commits, as one
   // atomic RocksDB write, under commit_mu_ (which keeps the journal's
@@ -256,6 +264,13 @@ class DBImpl {
   Status DecideStaleWrite(const Collection& coll, const std::string& key, const RecordView& rec,
                           const WriteGate& gate, const WriteOptionsInternal& w,
                           const std::vector<std::string>& written, const char* what);
+  // A statement's gate, decided before any document is read: appendOnly
+  // refuses every update and delete; a basisVersion names one existing
+  // document (CheckBasisUse); a gated write whose basis is older than the
+  // collection's maxBasisAgeMs is StaleBasis (CheckBasisAge).  The rest of
+  // the gate is decided under the document's lock (DecideStaleWrite).
+  StatusOr<WriteGate> OpenGate(const Collection& coll, const bson_t* filter, const std::optional<int64_t>& basis,
+                               bool multi, bool upsert, const WriteOptionsInternal& w);
   // Before a gated write: StaleBasis when the basis is older than the
   // collection's maxBasisAgeMs.
   Status CheckBasisAge(const Collection& coll, const bson_t* filter, const WriteGate& gate,

@@ -42,9 +42,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
     if (coll) uopts.version_field = coll->opts()->version_field;
     ASSIGN_OR_RETURN(driver, update::UpdateDriver::Parse(req.update->bson(), uopts));
   }
-  if (req.basis_version && req.upsert) {
-    return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
-  }
+  RETURN_IF_ERROR(CheckBasisUse(req.basis_version, false, req.upsert));
   if (!coll) {
     if (req.basis_version) {
       return Status(ErrorCode::kNoMatchingDocument,
@@ -53,11 +51,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
     if (!req.upsert) return result;
     ASSIGN_OR_RETURN(coll, GetOrCreateCollection(req.ns));
   }
-  if (coll->opts()->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(req.ns);
-  WriteGate gate;
-  gate.basis_version = req.basis_version;
-  gate.idiom = HasVersionEquality(req.query.bson(), coll->opts()->version_field);
-  RETURN_IF_ERROR(CheckBasisAge(*coll, req.query.bson(), gate, w));
+  ASSIGN_OR_RETURN(WriteGate gate, OpenGate(*coll, req.query.bson(), req.basis_version, false, req.upsert, w));
   std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during findAndModify");
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <shared_mutex>
 
 #include "engine/storage/db_impl.h"
@@ -67,7 +68,11 @@ struct DBImpl::WriteOutcome {
   std::optional<Value> upserted_id;
 };
 
-// A pessimistic RocksDB transaction that rolls back unless committed.
+// A pessimistic RocksDB transaction that rolls back unless committed.  Its
+// locking reads and its commit note whether they failed on a lock conflict
+// worth retrying at once (RocksDB's Busy, TryAgain or Deadlock: another
+// writer got there first); a lock wait that timed out is not one (retrying
+// would multiply the wait), nor is any other error.
 class Txn {
  public:
   Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn_(db->BeginTransaction(wo)) {}
@@ -88,17 +93,35 @@ class Txn {
   Txn& operator=(const Txn&) = delete;
   rocksdb::Transaction* operator->() { return txn_.get(); }
   rocksdb::Transaction* get() { return txn_.get(); }
+
+  // Locks `key` and reads its latest value.  NotFound is OK with *found
+  // false.
+  Status GetForUpdate(rocksdb::ColumnFamilyHandle* cf, const rocksdb::Slice& key, std::string* value, bool* found) {
+    rocksdb::Status rs = txn_->GetForUpdate(rocksdb::ReadOptions(), cf, key, value);
+    *found = rs.ok();
+    if (rs.IsNotFound()) return Status::OK();
+    Note(rs);
+    return FromRocks(rs);
+  }
   // Commits; after a failure the transaction is rolled back.
   Status Commit() {
     done_ = true;
     rocksdb::Status s = txn_->Commit();
-    if (!s.ok()) txn_->Rollback().PermitUncheckedError();
+    if (!s.ok()) {
+      Note(s);
+      txn_->Rollback().PermitUncheckedError();
+    }
     return FromRocks(s);
   }
+  // The last failed lock or commit was a conflict worth retrying at once.
+  bool lock_conflict() const { return lock_conflict_; }
+  void clear_lock_conflict() { lock_conflict_ = false; }
 
  private:
+  void Note(const rocksdb::Status& s) { lock_conflict_ = s.IsBusy() || s.IsTryAgain() || s.IsDeadlock(); }
   std::unique_ptr<rocksdb::Transaction> txn_;
   bool done_ = false;
+  bool lock_conflict_ = false;
 };
 
 // One transaction that a whole request (or several) writes through; its
@@ -118,10 +141,36 @@ struct WriteScope {
 
 // The refusal of any update or delete in an appendOnly collection.
 Status AppendOnlyError(const Namespace& ns);
+// A basisVersion names one existing document: BadValue with multi (or a
+// delete without limit 1) or with upsert.
+Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert);
 
 // How many times a single-document write retries a lock conflict before
 // reporting WriteConflict.
 constexpr int kMaxWriteRetries = 20;
+
+// Waits before retry number `attempt` (from 0): yields first, then sleeps
+// 50 us doubling up to about 50 ms.
+void BackoffBeforeRetry(int attempt);
+
+// The one retry skeleton of single-document writes: runs attempt(txn) in
+// the scope's transaction, or in a fresh one per try, and runs it again
+// (with backoff, up to kMaxWriteRetries times) when it failed on a lock
+// conflict worth retrying.  Inside a scope nothing is retried: the scope
+// holds other locks, and its caller decides.
+template <typename Fn>
+Status WithLockRetries(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, WriteScope* scope,
+                       Fn&& attempt) {
+  for (int n = 0;; ++n) {
+    std::optional<Txn> local;
+    if (scope == nullptr) local.emplace(db, wo);
+    Txn& txn = scope != nullptr ? scope->txn : *local;
+    txn.clear_lock_conflict();
+    Status s = attempt(txn);
+    if (s.ok() || scope != nullptr || !txn.lock_conflict() || n >= kMaxWriteRetries) return s;
+    BackoffBeforeRetry(n);
+  }
+}
 
 template <typename Result, typename Request, typename Exec, typename Encode>
 StatusOr<Result> DBImpl::RunKeyedRequest(const Request& req, Exec&& exec, Encode&& encode) {

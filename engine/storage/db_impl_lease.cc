@@ -61,39 +61,30 @@ StatusOr<LeaseInfo> DBImpl::LeaseCommand(LeaseOp op, const Namespace& ns, const 
   }
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(ns));
   std::string key = keys::EncodeDocKey(coll->info.id, id);
-  for (int attempt = 0;; ++attempt) {
-    Txn txn(db_, RocksWriteOptions(WriteOptionsInternal()));
+  LeaseInfo out;
+  RETURN_IF_ERROR(WithLockRetries(db_, RocksWriteOptions(WriteOptionsInternal()), nullptr, [&](Txn& txn) -> Status {
+    out = LeaseInfo();
     std::string ignored, value;
+    bool doc_exists = false, exists = false;
     // The document's own lock serializes leases with its writers.
-    rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &ignored);
-    Status s = rs.IsNotFound() ? Status::OK() : FromRocks(rs);
-    if (s.ok()) {
-      rs = txn->GetForUpdate(rocksdb::ReadOptions(), leases_cf_, key, &value);
-      s = rs.IsNotFound() ? Status::OK() : FromRocks(rs);
-    }
-    if (s.code() == ErrorCode::kWriteConflict && s.reason().rfind(kLockWaitTimedOut, 0) != 0 &&
-        attempt < kMaxWriteRetries) {
-      continue;
-    }
-    RETURN_IF_ERROR(s);
-    bool exists = rs.ok();
+    RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &ignored, &doc_exists));
+    RETURN_IF_ERROR(txn.GetForUpdate(leases_cf_, key, &value, &exists));
     StoredLease lease;
     if (exists && !DecodeLease(value, &lease)) return Status(ErrorCode::kDataCorruptionDetected, "bad lease record");
     int64_t now = NowMs();
     bool live = exists && lease.expires_at_ms > now;
-    LeaseInfo out;
     if (live && lease.holder != holder) {
       return LeaseHeld(lease, op == LeaseOp::kAcquire ? "acquireLease refused" : "lease not yours");
     }
     if (op == LeaseOp::kRelease) {
-      if (!exists) return out;
+      if (!exists) return Status::OK();
       RETURN_IF_ERROR(FromRocks(txn->Delete(leases_cf_, key)));
       RETURN_IF_ERROR(txn.Commit());
       --lease_records_;
       out.holder = lease.holder;
       out.expires_at_ms = lease.expires_at_ms;
       out.released = live;
-      return out;
+      return Status::OK();
     }
     if (op == LeaseOp::kRenew && !live) {
       return Status(ErrorCode::kNoSuchKey, "no live lease of '" + holder + "' on this document to renew");
@@ -117,8 +108,9 @@ StatusOr<LeaseInfo> DBImpl::LeaseCommand(LeaseOp op, const Namespace& ns, const 
     }
     out.holder = holder;
     out.expires_at_ms = now + ttl_ms;
-    return out;
-  }
+    return Status::OK();
+  }));
+  return out;
 }
 
 StatusOr<LeaseInfo> DBImpl::AcquireLease(const Namespace& ns, const bson_value_t& id, int64_t ttl_ms,

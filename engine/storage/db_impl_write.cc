@@ -25,20 +25,6 @@ namespace gatedb {
 
 namespace {
 
-void BackoffBeforeRetry(int attempt) {
-  if (attempt < 3) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(50 << std::min(attempt, 10)));
-  }
-}
-
-// A conflict worth retrying at once: not a lock wait that already timed out
-// (retrying that would multiply the wait).
-bool IsLockConflict(const Status& s) {
-  return s.code() == ErrorCode::kWriteConflict && s.reason().rfind(kLockWaitTimedOut, 0) != 0;
-}
-
 Status DuplicateKeyError(const Namespace& ns, const bson_value_t& id) {
   Value v(id);
   bson_t* ei = bson_new();
@@ -70,6 +56,14 @@ Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, i
 
 }  // namespace
 
+void BackoffBeforeRetry(int attempt) {
+  if (attempt < 3) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(50 << std::min(attempt, 10)));
+  }
+}
+
 Status AppendOnlyError(const Namespace& ns) {
   return Status(ErrorCode::kAppendOnlyCollection,
                 "collection " + ns.full() +
@@ -84,6 +78,27 @@ Status BasisWithMultiError() {
 }
 
 }  // namespace
+
+Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert) {
+  if (basis && multi) return BasisWithMultiError();
+  if (basis && upsert) {
+    return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
+  }
+  return Status::OK();
+}
+
+StatusOr<WriteGate> DBImpl::OpenGate(const Collection& coll, const bson_t* filter,
+                                     const std::optional<int64_t>& basis, bool multi, bool upsert,
+                                     const WriteOptionsInternal& w) {
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  if (opts->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(coll.info.ns);
+  RETURN_IF_ERROR(CheckBasisUse(basis, multi, upsert));
+  WriteGate gate;
+  gate.basis_version = basis;
+  gate.idiom = HasVersionEquality(filter, opts->version_field);
+  RETURN_IF_ERROR(CheckBasisAge(coll, filter, gate, w));
+  return gate;
+}
 
 Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
   // A durable commit is written (WAL and memtable) under commit_mu_ without
@@ -411,142 +426,147 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   return result;
 }
 
+// What an update does to the locked document, before the gate decides.
+struct AppliedUpdate {
+  Document next;                   // the new document (version not yet stamped)
+  std::vector<std::string> paths;  // the paths it changes (version field left out)
+  bool changed = false;            // a new version: different bytes, or a version bump
+};
+
+namespace {
+
+// Applies `driver` to the stored document and diffs the result.  An
+// operator update changes only the top-level fields it names, so only those
+// are compared (and later validated); debug builds check that against the
+// whole document.
+Status ApplyUpdate(const RecordView& rec, const update::UpdateDriver& driver, const query::MatchDetails& details,
+                   const std::string& vf, int64_t now, AppliedUpdate* out) {
+  update::ApplyContext ctx;
+  ctx.positional_index = details.elem_match_index;
+  ctx.now_millis = now;
+  bson_t* applied = bson_new();
+  Status s = driver.Apply(&rec.doc, ctx, applied);
+  out->next = Document::Adopt(applied);
+  RETURN_IF_ERROR(s);
+  if (driver.is_replacement()) {
+    DiffPaths(&rec.doc, applied, vf, &out->paths);
+  } else {
+    DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), vf, &out->paths);
+#ifndef NDEBUG
+    if (!HasDuplicateTopLevelNames(&rec.doc)) {
+      std::vector<std::string> all;
+      DiffPaths(&rec.doc, applied, vf, &all);
+      assert(all == out->paths && "an operator update changed a field it does not name");
+    }
+#endif
+  }
+  out->changed = driver.bumps_version() || !BinaryEqual(DocumentView(&rec.doc), DocumentView(applied));
+  return Status::OK();
+}
+
+// The paths a stale write would overwrite, for the conflict policy: every
+// path for a replacement; the changed paths for operators, less the $inc
+// paths when the policy merges increments (both apply).
+std::vector<std::string> WrittenPaths(const update::UpdateDriver& driver, const CollectionOptions& opts,
+                                      const std::vector<std::string>& paths) {
+  if (driver.is_replacement()) return std::vector<std::string>(1, "");
+  std::vector<std::string> written = paths;
+  if (opts.conflict_policy.merge_increments) {
+    std::vector<std::string> incs = driver.IncrementPaths();
+    written.erase(std::remove_if(written.begin(), written.end(),
+                                 [&](const std::string& p) {
+                                   return std::find(incs.begin(), incs.end(), p) != incs.end();
+                                 }),
+                  written.end());
+  }
+  return written;
+}
+
+}  // namespace
+
+Status DBImpl::StageUpdate(const Collection& coll, Txn& txn, const std::string& key, const RecordView& rec,
+                           const update::UpdateDriver& driver, AppliedUpdate* applied, const WriteOptionsInternal& w,
+                           const WriteGate& gate, bool merged, int64_t now, std::vector<PendingEvent>* events) {
+  std::shared_ptr<const CollectionOptions> opts = coll.opts();
+  const std::string& vf = opts->version_field;
+  const int64_t version = rec.version + 1;
+  bson_t* next = applied->next.mutable_bson();
+  if (!OverwriteVersionField(next, vf, version)) {
+    bson_t* stamped = bson_new();
+    SetVersionField(next, vf, version, stamped);
+    applied->next = Document::Adopt(stamped);
+  }
+  if (driver.is_replacement()) {
+    RETURN_IF_ERROR(ValidateForStorage(applied->next.bson()));
+  } else {
+    // The stored document was valid: check what the update wrote.
+    Status valid = ValidateWrittenFields(applied->next.bson(), driver.top_level_fields());
+    assert(valid.code() == ValidateForStorage(applied->next.bson()).code());
+    RETURN_IF_ERROR(valid);
+  }
+  Document writer = BuildWriterBlock(w.context, now);
+  bson_t table = BSON_INITIALIZER;
+  UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
+                      driver.is_replacement() ? applied->paths : PathsToRecord(applied->paths, driver.TargetPaths()),
+                      version, &table);
+  std::string record;
+  EncodeRecord(version, writer.bson(), applied->next.bson(), &record, &table);
+  bson_destroy(&table);
+  RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
+  bson_value_t id;
+  GetId(applied->next.bson(), &id);
+  PendingEvent ev;
+  ev.event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id, rec.version,
+                             version, w.context, applied->paths, gate, now,
+                             merged ? ConflictModeName(opts->conflict_policy.mode) : nullptr);
+  ev.doc_key = key;
+  ev.version_after = version;
+  events->push_back(std::move(ev));
+  return Status::OK();
+}
+
 Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
                               const update::UpdateDriver& driver, const WriteOptionsInternal& w,
                               const WriteGate& gate, WriteOutcome* out) {
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
-  const std::string& vf = opts->version_field;
-  for (int attempt = 0;; ++attempt) {
-    std::optional<Txn> local;
-    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
-    Txn& txn = w.scope ? w.scope->txn : *local;
+  return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
+    out->matched = false;
     std::string value;
-    rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &value);
-    if (rs.IsNotFound()) return Status::OK();  // deleted since it was found
-    Status s = FromRocks(rs);
-    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
-      BackoffBeforeRetry(attempt);
-      continue;
-    }
-    RETURN_IF_ERROR(s);
+    bool found = false;
+    RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &value, &found));
+    if (!found) return Status::OK();  // deleted since it was found
     RecordView rec;
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
     query::MatchDetails details;
     if (!matcher.Matches(&rec.doc, &details)) return Status::OK();
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     out->matched = true;
-    update::ApplyContext ctx;
-    ctx.positional_index = details.elem_match_index;
-    int64_t now = NowMs();
-    ctx.now_millis = now;
-    bson_t* applied = bson_new();
-    s = driver.Apply(&rec.doc, ctx, applied);
+    const int64_t now = NowMs();
     const bool stale = gate.basis_version && rec.version != *gate.basis_version;
+    AppliedUpdate applied;
+    Status s = ApplyUpdate(rec, driver, details, opts->version_field, now, &applied);
     if (!s.ok()) {
-      bson_destroy(applied);
-      if (stale) {
-        // A stale write is told so first: the agent rereads and decides again.
-        RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "write"));
-      }
+      // A stale write is told so first: the agent rereads and decides again.
+      if (stale) RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "write"));
       return s;
     }
-    // The paths this write changes (the version field left out): the
-    // policy's input, the field-version table's, and the journal's.
-    // An operator update changes only the top-level fields it names, so
-    // only those are compared (and, below, validated).
-    std::vector<std::string> paths;
-    if (driver.is_replacement()) {
-      DiffPaths(&rec.doc, applied, vf, &paths);
-    } else {
-      DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), vf, &paths);
-#ifndef NDEBUG
-      if (!HasDuplicateTopLevelNames(&rec.doc)) {
-        std::vector<std::string> all;
-        DiffPaths(&rec.doc, applied, vf, &all);
-        assert(all == paths && "an operator update changed a field it does not name");
-      }
-#endif
-    }
+    // The gate decides under the document's lock; a stale write that gets
+    // through was merged by the collection's policy.
     if (stale) {
-      // The check and the decision happen under the document's lock.
-      std::vector<std::string> written;
-      if (driver.is_replacement()) {
-        written.assign(1, "");  // a replacement writes every path
-      } else {
-        written = paths;
-        if (opts->conflict_policy.merge_increments) {
-          // Commutative increments merge: both apply.
-          std::vector<std::string> incs = driver.IncrementPaths();
-          written.erase(std::remove_if(written.begin(), written.end(),
-                                       [&](const std::string& p) {
-                                         return std::find(incs.begin(), incs.end(), p) != incs.end();
-                                       }),
-                        written.end());
-        }
-      }
-      s = DecideStaleWrite(coll, key, rec, gate, w, written, "write");
-      if (!s.ok()) {
-        bson_destroy(applied);
-        return s;
-      }
+      RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, WrittenPaths(driver, *opts, applied.paths), "write"));
     }
-    const bool merged = stale;  // a stale write that got here was let through
-    bool changed = driver.bumps_version() ||
-                   !BinaryEqual(DocumentView(&rec.doc), DocumentView(applied));
     if (out->want_before) out->before = Document::Copy(&rec.doc);
-    if (!changed) {
-      bson_destroy(applied);
+    if (!applied.changed) {
       if (out->want_after) out->after = Document::Copy(&rec.doc);
       return Status::OK();
     }
-    if (!OverwriteVersionField(applied, vf, rec.version + 1)) {
-      bson_t* stamped = bson_new();
-      SetVersionField(applied, vf, rec.version + 1, stamped);
-      bson_destroy(applied);
-      applied = stamped;
-    }
-    Document next = Document::Adopt(applied);
-    if (driver.is_replacement()) {
-      RETURN_IF_ERROR(ValidateForStorage(next.bson()));
-    } else {
-      // The stored document was valid: check what the update wrote.
-      Status valid = ValidateWrittenFields(next.bson(), driver.top_level_fields());
-      assert(valid.code() == ValidateForStorage(next.bson()).code());
-      RETURN_IF_ERROR(valid);
-    }
-    Document writer = BuildWriterBlock(w.context, now);
-    bson_t table = BSON_INITIALIZER;
-    UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
-                        driver.is_replacement() ? paths : PathsToRecord(paths, driver.TargetPaths()), rec.version + 1,
-                        &table);
-    std::string record;
-    EncodeRecord(rec.version + 1, writer.bson(), next.bson(), &record, &table);
-    bson_destroy(&table);
-    RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
-    bson_value_t id;
-    GetId(next.bson(), &id);
-    std::vector<PendingEvent> events(1);
-    events[0].event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id,
-                                      rec.version, rec.version + 1, w.context, paths, gate, now);
-    if (merged) {
-      bson_t* with = bson_copy(events[0].event.bson());
-      BSON_APPEND_BOOL(with, "merged", true);
-      BSON_APPEND_UTF8(with, "policy", ConflictModeName(opts->conflict_policy.mode));
-      events[0].event = Document::Adopt(with);
-    }
-    events[0].doc_key = key;
-    events[0].version_after = rec.version + 1;
-    s = FinishWrite(w, txn, &events);
-    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
-      BackoffBeforeRetry(attempt);
-      out->matched = false;
-      continue;
-    }
-    RETURN_IF_ERROR(s);
+    std::vector<PendingEvent> events;
+    RETURN_IF_ERROR(StageUpdate(coll, txn, key, rec, driver, &applied, w, gate, stale, now, &events));
+    RETURN_IF_ERROR(FinishWrite(w, txn, &events));
     out->modified = true;
-    if (out->want_after) out->after = std::move(next);
+    if (out->want_after) out->after = std::move(applied.next);
     return Status::OK();
-  }
+  });
 }
 
 Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const update::UpdateDriver& driver,
@@ -578,13 +598,12 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   std::string key = keys::EncodeDocKey(coll.info.id, id);
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(query));
   Document writer = BuildWriterBlock(w.context, now);
-  for (int attempt = 0;; ++attempt) {
-    std::optional<Txn> local;
-    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
-    Txn& txn = w.scope ? w.scope->txn : *local;
+  RETURN_IF_ERROR(WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
+    out->raced = false;
     std::string existing;
-    rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &existing);
-    if (rs.ok()) {
+    bool found = false;
+    RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &existing, &found));
+    if (found) {
       // Another writer inserted this _id first.  When its document matches
       // the filter the caller retries as an update; otherwise the upsert
       // would duplicate the _id, as in MongoDB.
@@ -596,77 +615,53 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
       }
       return DuplicateKeyError(coll.info.ns, id);
     }
-    s = rs.IsNotFound() ? Status::OK() : FromRocks(rs);
-    if (s.ok()) s = CheckLease(txn, key, w.context);
-    if (s.code() == ErrorCode::kLeaseHeld) return s;
-    if (s.ok()) {
-      std::string record;
-      EncodeRecord(0, writer.bson(), doc.bson(), &record);
-      s = FromRocks(txn->Put(docs_cf_, key, record));
-      if (s.ok()) {
-        std::vector<PendingEvent> events(1);
-        events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
-                                          TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
-        events[0].doc_key = key;
-        s = FinishWrite(w, txn, &events);
-      }
-    }
-    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
-      BackoffBeforeRetry(attempt);
-      continue;
-    }
-    RETURN_IF_ERROR(s);
-    out->upserted_id = Value(id);
-    if (out->want_after) out->after = std::move(doc);
-    return Status::OK();
-  }
+    RETURN_IF_ERROR(CheckLease(txn, key, w.context));
+    std::string record;
+    EncodeRecord(0, writer.bson(), doc.bson(), &record);
+    RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
+    std::vector<PendingEvent> events(1);
+    events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
+                                      TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
+    events[0].doc_key = key;
+    return FinishWrite(w, txn, &events);
+  }));
+  if (out->raced) return Status::OK();
+  out->upserted_id = Value(id);
+  if (out->want_after) out->after = std::move(doc);
+  return Status::OK();
 }
 
 Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
                               const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out) {
-  for (int attempt = 0;; ++attempt) {
-    std::optional<Txn> local;
-    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
-    Txn& txn = w.scope ? w.scope->txn : *local;
+  return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
+    out->matched = false;
     std::string value;
-    rocksdb::Status rs = txn->GetForUpdate(rocksdb::ReadOptions(), docs_cf_, key, &value);
-    if (rs.IsNotFound()) return Status::OK();
-    Status s = FromRocks(rs);
-    if (s.ok()) {
-      RecordView rec;
-      RETURN_IF_ERROR(DecodeRecord(value, &rec));
-      if (!matcher.Matches(&rec.doc)) return Status::OK();
-      RETURN_IF_ERROR(CheckLease(txn, key, w.context));
-      if (gate.basis_version && rec.version != *gate.basis_version) {
-        // A delete writes every path.
-        Status refused = DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "delete");
-        if (!refused.ok()) {
-          out->matched = true;
-          return refused;
-        }
-      }
-      if (out->want_before) out->before = Document::Copy(&rec.doc);
-      s = FromRocks(txn->Delete(docs_cf_, key));
-      if (s.ok()) {
-        bson_value_t id;
-        GetId(&rec.doc, &id);
-        std::vector<PendingEvent> events(1);
-        events[0].event = BuildWriteEvent("delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context,
-                                          {}, gate, NowMs());
-        events[0].doc_key = key;
-        events[0].version_after = rec.version + 1;
-        s = FinishWrite(w, txn, &events);
-      }
+    bool found = false;
+    RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &value, &found));
+    if (!found) return Status::OK();
+    RecordView rec;
+    RETURN_IF_ERROR(DecodeRecord(value, &rec));
+    if (!matcher.Matches(&rec.doc)) return Status::OK();
+    RETURN_IF_ERROR(CheckLease(txn, key, w.context));
+    if (gate.basis_version && rec.version != *gate.basis_version) {
+      out->matched = true;
+      // A delete writes every path.
+      RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "delete"));
     }
-    if (IsLockConflict(s) && w.scope == nullptr && attempt < kMaxWriteRetries) {
-      BackoffBeforeRetry(attempt);
-      continue;
-    }
-    RETURN_IF_ERROR(s);
+    if (out->want_before) out->before = Document::Copy(&rec.doc);
+    RETURN_IF_ERROR(FromRocks(txn->Delete(docs_cf_, key)));
+    bson_value_t id;
+    GetId(&rec.doc, &id);
+    std::vector<PendingEvent> events(1);
+    events[0].event = BuildWriteEvent("delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context, {},
+                                      gate, NowMs());
+    events[0].doc_key = key;
+    events[0].version_after = rec.version + 1;
+    RETURN_IF_ERROR(FinishWrite(w, txn, &events));
     out->matched = true;
     out->modified = true;
     return Status::OK();
-  }
+  });
 }
 
 Status DBImpl::BasisTargetMissing(const Collection& coll, const bson_t* filter, const WriteGate& gate,
@@ -734,15 +729,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
   if (stmt.multi && driver->is_replacement()) {
     return Status(ErrorCode::kFailedToParse, "multi update is not supported for replacement-style update");
   }
-  WriteGate gate;
-  gate.basis_version = stmt.basis_version;
-  gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);
-  if (opts->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(coll.info.ns);
-  if (stmt.basis_version && stmt.multi) return BasisWithMultiError();
-  if (stmt.basis_version && stmt.upsert) {
-    return Status(ErrorCode::kBadValue, "basisVersion names an existing document; it cannot be combined with upsert");
-  }
-  RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
+  ASSIGN_OR_RETURN(WriteGate gate, OpenGate(coll, stmt.q.bson(), stmt.basis_version, stmt.multi, stmt.upsert, w));
   // A filter that pins _id names its one candidate: the locked read in
   // UpdateDocument is the only read needed.
   bson_value_t point_id;
@@ -841,13 +828,7 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
     return Status(ErrorCode::kFailedToParse, "The limit field in delete objects must be 0 or 1. Got " +
                                                  std::to_string(stmt.limit));
   }
-  std::shared_ptr<const CollectionOptions> opts = coll.opts();
-  if (opts->conflict_policy.mode == ConflictMode::kAppendOnly) return AppendOnlyError(coll.info.ns);
-  WriteGate gate;
-  gate.basis_version = stmt.basis_version;
-  gate.idiom = HasVersionEquality(stmt.q.bson(), opts->version_field);
-  if (stmt.basis_version && stmt.limit != 1) return BasisWithMultiError();
-  RETURN_IF_ERROR(CheckBasisAge(coll, stmt.q.bson(), gate, w));
+  ASSIGN_OR_RETURN(WriteGate gate, OpenGate(coll, stmt.q.bson(), stmt.basis_version, stmt.limit != 1, false, w));
   bson_value_t point_id;
   const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {

@@ -85,7 +85,7 @@ const char* SuggestedAction(ErrorCode code) {
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
-                         const WriteGate& gate, int64_t now_ms) {
+                         const WriteGate& gate, int64_t now_ms, const char* merged_by) {
   bson_t* b = bson_new();
   BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
   BSON_APPEND_UTF8(b, "op", op);
@@ -98,6 +98,10 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
   BSON_APPEND_DATE_TIME(b, "at", now_ms);
   BSON_APPEND_BOOL(b, "gated", gate.gated());
   if (gate.basis_version) BSON_APPEND_INT64(b, "basisVersion", *gate.basis_version);
+  if (merged_by != nullptr) {
+    BSON_APPEND_BOOL(b, "merged", true);
+    BSON_APPEND_UTF8(b, "policy", merged_by);
+  }
   return Document::Adopt(b);
 }
 

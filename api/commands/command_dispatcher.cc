@@ -232,10 +232,11 @@ Document CommandDispatcher::EndTransaction(commands::CommandContext& ctx, bool c
     if (!s.ok()) return ErrorReply(s);
     keyed = !wc.task_id.empty() && wc.write_seq.has_value();
   }
-  Status s = txns_->Commit(txn->get(), keyed ? &wc : nullptr);
+  bool replayed = false;
+  Status s = txns_->Commit(txn->get(), keyed ? &wc : nullptr, &replayed);
   if (!s.ok()) return TxnErrorReply(s);
   bson_t* reply = bson_new();
-  if ((*txn)->replayed) BSON_APPEND_BOOL(reply, "replayed", true);
+  if (replayed) BSON_APPEND_BOOL(reply, "replayed", true);
   BSON_APPEND_DOUBLE(reply, "ok", 1.0);
   return Document::Adopt(reply);
 }

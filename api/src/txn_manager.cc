@@ -4,15 +4,15 @@ namespace gatedb {
 
 namespace {
 
-Status NoSuchTransaction(const Transaction::Impl& t) {
-  std::string why = t.abort_reason.ok() ? "" : ": " + t.abort_reason.reason();
-  if (t.state == Transaction::Impl::State::kCommitted) {
-    return Status(ErrorCode::kNoSuchTransaction, "transaction " + t.id + " has been committed");
+Status NoSuchTransaction(const Transaction::Impl* t) GATEDB_REQUIRES(t->mu) {
+  std::string why = t->abort_reason.ok() ? "" : ": " + t->abort_reason.reason();
+  if (t->state == Transaction::Impl::State::kCommitted) {
+    return Status(ErrorCode::kNoSuchTransaction, "transaction " + t->id + " has been committed");
   }
-  return Status(ErrorCode::kNoSuchTransaction, "transaction " + t.id + " has been aborted" + why);
+  return Status(ErrorCode::kNoSuchTransaction, "transaction " + t->id + " has been aborted" + why);
 }
 
-void AbortLocked(Transaction::Impl* t, Status reason) {
+void AbortLocked(Transaction::Impl* t, Status reason) GATEDB_REQUIRES(t->mu) {
   if (t->state != Transaction::Impl::State::kActive) return;
   t->state = Transaction::Impl::State::kAborted;
   t->abort_reason = std::move(reason);
@@ -28,20 +28,20 @@ bool IsTransientTransactionError(const Status& s) {
 Transaction::Transaction(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Transaction::~Transaction() {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   AbortLocked(impl_.get(), Status(ErrorCode::kNoSuchTransaction, "the Transaction was destroyed uncommitted"));
 }
 
 bool Transaction::active() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->state == Impl::State::kActive;
 }
 bool Transaction::committed() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->state == Impl::State::kCommitted;
 }
 bool Transaction::replayed() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(&impl_->mu);
   return impl_->replayed;
 }
 const std::string& Transaction::id() const { return impl_->id; }
@@ -50,7 +50,9 @@ Status Transaction::Commit() { return impl_->manager->Commit(impl_.get(), nullpt
 Status Transaction::Commit(const WriteContext& context) { return impl_->manager->Commit(impl_.get(), &context); }
 Status Transaction::Abort() { return impl_->manager->Abort(impl_.get()); }
 
-TxnUse::TxnUse(Transaction::Impl* t, int64_t now_ms) : t_(t), lock_(t->mu) {
+// (clang does not analyse constructors and destructors: the body of this one
+// is correct because lock_ holds t->mu from before it runs.)
+TxnUse::TxnUse(Transaction::Impl* t, int64_t now_ms) : t_(t), lock_(&t->mu) {
   if (t_->state == Transaction::Impl::State::kActive && now_ms - t_->started_ms > t_->lifetime_ms) {
     AbortLocked(t_, Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
                            "the transaction exceeded its lifetime limit of " + std::to_string(t_->lifetime_ms) + " ms"));
@@ -58,11 +60,16 @@ TxnUse::TxnUse(Transaction::Impl* t, int64_t now_ms) : t_(t), lock_(t->mu) {
   if (t_->state == Transaction::Impl::State::kCommitted) {
     status_ = Status(ErrorCode::kTransactionCommitted, "transaction " + t_->id + " has been committed");
   } else if (t_->state != Transaction::Impl::State::kActive) {
-    status_ = NoSuchTransaction(*t_);
+    status_ = NoSuchTransaction(t_);
   }
 }
 
+// lock_ releases t_->mu.
+TxnUse::~TxnUse() = default;
+
 void TxnUse::AbortOnError(const Status& s) {
+  // Held through lock_ (see scope()).
+  t_->mu.AssertHeld();
   if (!s.ok()) AbortLocked(t_, s);
 }
 
@@ -70,72 +77,79 @@ TxnManager::TxnManager(DBImpl* db) : db_(db) { reaper_ = std::thread([this] { Re
 
 TxnManager::~TxnManager() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   reaper_.join();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (auto& w : live_) {
     if (auto t = w.lock()) {
-      std::lock_guard<std::mutex> tl(t->mu);
+      MutexLock tl(&t->mu);
       AbortLocked(t.get(), Status(ErrorCode::kNoSuchTransaction, "the database was closed"));
     }
   }
 }
 
 void TxnManager::ReaperLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stop_; });
-    if (stop_) break;
-    int64_t now = db_->NowMs();
+  for (;;) {
+    int64_t now = 0;
     std::vector<std::shared_ptr<Transaction::Impl>> check;
-    for (auto it = live_.begin(); it != live_.end();) {
-      if (auto t = it->lock()) {
-        check.push_back(std::move(t));
-        ++it;
-      } else {
-        it = live_.erase(it);
+    {
+      MutexLock lock(&mu_);
+      // The predicate is checked before the first wait too: a stop requested
+      // during a pass ends the loop at once.
+      if (cv_.WaitFor(&mu_, std::chrono::milliseconds(200), [&]() GATEDB_REQUIRES(mu_) { return stop_; })) return;
+      now = db_->NowMs();
+      for (auto it = live_.begin(); it != live_.end();) {
+        if (auto t = it->lock()) {
+          check.push_back(std::move(t));
+          ++it;
+        } else {
+          it = live_.erase(it);
+        }
+      }
+      for (auto it = sessions_.begin(); it != sessions_.end();) {
+        if (now - it->second.last_use_ms > 30 * 60 * 1000) {
+          it = sessions_.erase(it);
+        } else {
+          ++it;
+        }
       }
     }
-    for (auto it = sessions_.begin(); it != sessions_.end();) {
-      if (now - it->second.last_use_ms > 30 * 60 * 1000) {
-        it = sessions_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lock.unlock();
     for (auto& t : check) {
-      // An expired transaction is aborted even while idle, freeing its locks.
-      std::unique_lock<std::mutex> tl(t->mu, std::try_to_lock);
-      if (tl.owns_lock() && t->state == Transaction::Impl::State::kActive && now - t->started_ms > t->lifetime_ms) {
+      // An expired transaction is aborted even while idle, freeing its locks;
+      // one in use (its mu held) is left to its next operation.
+      if (!t->mu.TryLock()) continue;
+      if (t->state == Transaction::Impl::State::kActive && now - t->started_ms > t->lifetime_ms) {
         AbortLocked(t.get(), Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
                                     "the transaction exceeded its lifetime limit of " +
                                         std::to_string(t->lifetime_ms) + " ms"));
       }
+      t->mu.Unlock();
     }
-    lock.lock();
   }
 }
 
 std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& options) {
   auto t = std::make_shared<Transaction::Impl>();
   t->manager = this;
+  // Before live_ shares t with the reaper, which reads them.
+  t->started_ms = db_->NowMs();
+  t->lifetime_ms = options.lifetime_ms;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     t->id = "txn-" + std::to_string(db_->NowMs()) + "-" + std::to_string(next_id_++);
     live_.push_back(t);
   }
-  t->started_ms = db_->NowMs();
-  t->lifetime_ms = options.lifetime_ms;
   TransactionLimits limits;
   // RocksDB's own expiry is a backstop a little after ours.
   limits.lifetime_ms = options.lifetime_ms + 1000;
   limits.max_bytes = options.max_bytes;
   limits.lock_timeout_ms = db_->options().lock_timeout_ms;
-  t->scope = db_->BeginTransaction(t->id, limits, options.sync || db_->options().sync);
+  ScopePtr scope = db_->BeginTransaction(t->id, limits, options.sync || db_->options().sync);
+  MutexLock lock(&t->mu);  // the reaper can already reach t through live_
+  t->scope = std::move(scope);
   return t;
 }
 
@@ -143,8 +157,14 @@ Status TxnManager::CommittedBefore(const WriteContext& context, bool sync, bool*
   return db_->TransactionCommittedBefore(context, sync, committed);
 }
 
-Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
-  std::unique_lock<std::mutex> lock(t->mu);
+Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context, bool* replayed_out) {
+  MutexLock lock(&t->mu);
+  Status s = CommitLocked(t, context);
+  if (replayed_out != nullptr) *replayed_out = s.ok() && t->replayed;
+  return s;
+}
+
+Status TxnManager::CommitLocked(Transaction::Impl* t, const WriteContext* context) {
   const bool keyed = context != nullptr && !context->task_id.empty() && context->write_seq;
   if (t->state == Transaction::Impl::State::kCommitted) {
     // A retried commit; under an idempotency key it is a replay.
@@ -155,7 +175,7 @@ Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
     AbortLocked(t, Status(ErrorCode::kTransactionExceededLifetimeLimitSeconds,
                           "the transaction exceeded its lifetime limit of " + std::to_string(t->lifetime_ms) + " ms"));
   }
-  if (t->state != Transaction::Impl::State::kActive) return NoSuchTransaction(*t);
+  if (t->state != Transaction::Impl::State::kActive) return NoSuchTransaction(t);
   bool replayed = false;
   Status s = db_->CommitTransaction(t->scope.get(), keyed ? context : nullptr, &replayed);
   if (!s.ok()) {
@@ -173,11 +193,11 @@ Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context) {
 }
 
 Status TxnManager::Abort(Transaction::Impl* t) {
-  std::lock_guard<std::mutex> lock(t->mu);
+  MutexLock lock(&t->mu);
   if (t->state == Transaction::Impl::State::kCommitted) {
     return Status(ErrorCode::kTransactionCommitted, "transaction " + t->id + " has been committed");
   }
-  if (t->state == Transaction::Impl::State::kAborted) return NoSuchTransaction(*t);
+  if (t->state == Transaction::Impl::State::kAborted) return NoSuchTransaction(t);
   AbortLocked(t, Status(ErrorCode::kNoSuchTransaction, "aborted by the client"));
   return Status::OK();
 }
@@ -187,7 +207,7 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::s
   std::shared_ptr<Transaction::Impl> old;
   std::shared_ptr<Transaction::Impl> result;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Session& s = sessions_[lsid];
     s.last_use_ms = db_->NowMs();
     if (txn_number < s.txn_number) {
@@ -213,13 +233,13 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::s
   }
   if (old) Abort(old.get()).PermitUnchecked();  // a newer transaction replaces it
   result = Begin(TransactionOptions());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   sessions_[lsid].txn = result;
   return result;
 }
 
 StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForEnd(const std::string& lsid, int64_t txn_number) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = sessions_.find(lsid);
   if (it != sessions_.end() && txn_number < it->second.txn_number) {
     return Status(ErrorCode::kTransactionTooOld, "txnNumber " + std::to_string(txn_number) +

@@ -4,48 +4,71 @@
 // Transaction objects and the command sessions (lsid + txnNumber).  A
 // background reaper aborts transactions that outlive their lifetime and
 // frees their locks; sessions idle for 30 minutes are forgotten.
+//
+// Locks (annotated for clang's thread-safety analysis, engine/util/mutex.h):
+// Transaction::Impl::mu serializes the operations of one transaction;
+// TxnManager::mu_ guards the manager's tables.  Order: mu_ is never taken
+// with a transaction's mu held; only ~TxnManager takes a transaction's mu
+// with mu_ held.
 #ifndef GATEDB_API_SRC_TXN_MANAGER_H_
 #define GATEDB_API_SRC_TXN_MANAGER_H_
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/storage/db_impl.h"
+#include "engine/util/mutex.h"
+#include "engine/util/thread_annotations.h"
 #include "gatedb/document.h"
 #include "gatedb/transaction.h"
 
 namespace gatedb {
 
 struct Transaction::Impl {
-  std::mutex mu;  // one operation at a time
-  enum class State { kActive, kCommitted, kAborted } state = State::kActive;
-  ScopePtr scope;  // GUARDED_BY(mu); null once finished
+  enum class State { kActive, kCommitted, kAborted };
+
+  Mutex mu;  // one operation at a time
+  State state GATEDB_GUARDED_BY(mu) = State::kActive;
+  ScopePtr scope GATEDB_GUARDED_BY(mu);  // null once finished
+  Status abort_reason GATEDB_GUARDED_BY(mu);  // why it was aborted
+  // The commit was answered from the idempotency log.
+  bool replayed GATEDB_GUARDED_BY(mu) = false;
+  // Set by TxnManager::Begin before the Impl is shared (id, manager: before
+  // the reaper can see it; started_ms, lifetime_ms likewise), constant after.
   std::string id;
   int64_t started_ms = 0;
   int64_t lifetime_ms = 0;
-  Status abort_reason;   // why it was aborted
-  bool replayed = false; // the commit was answered from the idempotency log
   class TxnManager* manager = nullptr;
 };
 
-// An operation inside a transaction: holds the transaction for its length.
-class TxnUse {
+// An operation inside a transaction: holds the transaction's mu for its
+// lifetime (a scoped capability: the analysis knows `t->mu` is held from
+// construction to destruction).
+class GATEDB_SCOPED_CAPABILITY TxnUse {
  public:
-  TxnUse(Transaction::Impl* t, int64_t now_ms);
+  TxnUse(Transaction::Impl* t, int64_t now_ms) GATEDB_ACQUIRE(t->mu);
+  ~TxnUse() GATEDB_RELEASE();
+  TxnUse(const TxnUse&) = delete;
+  TxnUse& operator=(const TxnUse&) = delete;
+
   // NoSuchTransaction (finished, aborted, expired), or OK with scope().
   const Status& status() const { return status_; }
-  WriteScope* scope() const { return t_->scope.get(); }
+  // Callers hold `t->mu` through this TxnUse; the analysis cannot name the
+  // lock by the TxnUse's member (t_->mu is not the caller's `t->mu`), so the
+  // body asserts it instead of a GATEDB_REQUIRES the callers could not meet.
+  WriteScope* scope() const {
+    t_->mu.AssertHeld();
+    return t_->scope.get();
+  }
   // Aborts the transaction after a failed operation, as MongoDB does.
   void AbortOnError(const Status& s);
 
  private:
-  Transaction::Impl* t_;
-  std::unique_lock<std::mutex> lock_;
+  Transaction::Impl* const t_;
+  MutexLock lock_;  // t_->mu, for the TxnUse's lifetime
   Status status_;
 };
 
@@ -54,10 +77,12 @@ class TxnManager {
   explicit TxnManager(DBImpl* db);
   ~TxnManager();
 
-  std::shared_ptr<Transaction::Impl> Begin(const TransactionOptions& options);
+  std::shared_ptr<Transaction::Impl> Begin(const TransactionOptions& options) GATEDB_EXCLUDES(mu_);
   // Commits; with a keyed context, idempotently (see Transaction::Commit).
-  Status Commit(Transaction::Impl* t, const WriteContext* context);
-  Status Abort(Transaction::Impl* t);
+  // *replayed (when given): the commit was answered from the idempotency log.
+  Status Commit(Transaction::Impl* t, const WriteContext* context, bool* replayed = nullptr) GATEDB_EXCLUDES(t->mu);
+  Status CommitLocked(Transaction::Impl* t, const WriteContext* context) GATEDB_REQUIRES(t->mu);
+  Status Abort(Transaction::Impl* t) GATEDB_EXCLUDES(t->mu);
   // Whether a transaction committed under `context`'s key already (then a
   // re-run must not run its statements again: they could meet its own
   // effects, an insert's DuplicateKey).  With `sync`, answers once that
@@ -74,23 +99,25 @@ class TxnManager {
   // For a command of `txn_number` in session `lsid`: starts a transaction
   // (start), or finds the active one.  Errors as MongoDB's:
   // TransactionTooOld, NoSuchTransaction, ConflictingOperationInProgress.
-  StatusOr<std::shared_ptr<Transaction::Impl>> ForCommand(const std::string& lsid, int64_t txn_number, bool start);
+  StatusOr<std::shared_ptr<Transaction::Impl>> ForCommand(const std::string& lsid, int64_t txn_number, bool start)
+      GATEDB_EXCLUDES(mu_);
   // The transaction of a commitTransaction / abortTransaction.
-  StatusOr<std::shared_ptr<Transaction::Impl>> ForEnd(const std::string& lsid, int64_t txn_number);
+  StatusOr<std::shared_ptr<Transaction::Impl>> ForEnd(const std::string& lsid, int64_t txn_number)
+      GATEDB_EXCLUDES(mu_);
 
   DBImpl* db() { return db_; }
 
  private:
-  void ReaperLoop();
+  void ReaperLoop() GATEDB_EXCLUDES(mu_);
 
   DBImpl* const db_;
-  std::mutex mu_;
-  std::vector<std::weak_ptr<Transaction::Impl>> live_;  // GUARDED_BY(mu_)
-  std::map<std::string, Session> sessions_;             // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                                // GUARDED_BY(mu_)
-  bool stop_ = false;                                   // GUARDED_BY(mu_)
-  std::condition_variable cv_;
-  std::thread reaper_;
+  Mutex mu_;
+  std::vector<std::weak_ptr<Transaction::Impl>> live_ GATEDB_GUARDED_BY(mu_);
+  std::map<std::string, Session> sessions_ GATEDB_GUARDED_BY(mu_);
+  uint64_t next_id_ GATEDB_GUARDED_BY(mu_) = 1;
+  bool stop_ GATEDB_GUARDED_BY(mu_) = false;
+  CondVar cv_;  // signalled by ~TxnManager
+  std::thread reaper_;  // started by the constructor, joined by the destructor
 };
 
 }  // namespace gatedb

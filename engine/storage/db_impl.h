@@ -182,7 +182,7 @@ class DBImpl {
     // Runs the write in `scope`: fills the reply to store and says whether
     // the write took effect (only then is the reply stored, so that a write
     // refused as a whole can be retried under the same key).
-    std::function<Status(WriteScope* scope, bson_t* reply, bool* took_effect)> run;
+    std::function<Status(WriteScope* scope, Document* reply, bool* took_effect)> run;
   };
   // Claims the key, replays a stored reply (*replayed) or refuses a reused
   // key, else runs the call in `scope` (a new one when null) and commits it

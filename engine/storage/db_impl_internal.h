@@ -181,12 +181,12 @@ StatusOr<Result> DBImpl::RunKeyedRequest(const Request& req, Exec&& exec, Encode
   call.fingerprint = RequestFingerprint(req);
   call.legacy_fingerprint = [&req] { return LegacyFingerprint(req); };
   Result result;
-  call.run = [&](WriteScope* scope, bson_t* reply, bool* took_effect) -> Status {
+  call.run = [&](WriteScope* scope, Document* reply, bool* took_effect) -> Status {
     WriteOptionsInternal w = req.write;
     w.scope = scope;
     ASSIGN_OR_RETURN(result, exec(w));
-    encode(result, reply);
-    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+    encode(result, reply->mutable_bson());
+    BSON_APPEND_DOUBLE(reply->mutable_bson(), "ok", 1.0);
     // It inserted, matched, upserted or removed something.  A write refused
     // as a whole (conflict, validation) leaves nothing, so a retry with a
     // fresh basis can run under the same key.

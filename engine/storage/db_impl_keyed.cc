@@ -63,11 +63,9 @@ StatusOr<Document> DBImpl::RunKeyed(const KeyedCall& call, WriteScope* scope, bo
     own = BeginScope(call.sync);
     scope = own.get();
   }
-  bson_t* reply = bson_new();
+  Document out;
   bool took_effect = false;
-  Status s = call.run(scope, reply, &took_effect);
-  Document out = Document::Adopt(reply);
-  RETURN_IF_ERROR(s);  // an own scope rolls back: nothing happened, nothing stored
+  RETURN_IF_ERROR(call.run(scope, &out, &took_effect));  // an own scope rolls back: nothing happened, nothing stored
   if (!took_effect) {
     RETURN_IF_ERROR(CommitScope(scope));
     return out;
@@ -119,9 +117,9 @@ Status DBImpl::CommitTransaction(WriteScope* scope, const WriteContext* keyed, b
   call.ns = "admin.$cmd";
   call.fingerprint = CommitFingerprint();
   call.legacy_fingerprint = [] { return LegacyCommitFingerprint(); };
-  call.run = [&](WriteScope*, bson_t* reply, bool* took_effect) {
-    BSON_APPEND_UTF8(reply, "txn", scope->txn_id.c_str());
-    BSON_APPEND_DOUBLE(reply, "ok", 1.0);
+  call.run = [&](WriteScope*, Document* reply, bool* took_effect) {
+    BSON_APPEND_UTF8(reply->mutable_bson(), "txn", scope->txn_id.c_str());
+    BSON_APPEND_DOUBLE(reply->mutable_bson(), "ok", 1.0);
     *took_effect = true;
     return Status::OK();
   };

@@ -105,17 +105,17 @@ StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> IdempotencyLog::Lis
 }
 
 void IdempotencyLog::Claim(const std::string& key) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return in_flight_.count(key) == 0; });
+  MutexLock lock(&mu_);
+  while (in_flight_.count(key) != 0) cv_.Wait(&mu_);
   in_flight_.insert(key);
 }
 
 void IdempotencyLog::Release(const std::string& key) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     in_flight_.erase(key);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 StatusOr<uint64_t> IdempotencyLog::Collect() {
@@ -140,28 +140,34 @@ StatusOr<uint64_t> IdempotencyLog::Collect() {
 }
 
 void IdempotencyLog::StartBackgroundCollector(int64_t interval_ms) {
-  std::lock_guard<std::mutex> lock(bg_mu_);
+  MutexLock lock(&bg_mu_);
   if (bg_.joinable()) return;
   bg_stop_ = false;
-  bg_ = std::thread([this, interval_ms] {
-    std::unique_lock<std::mutex> l(bg_mu_);
-    while (!bg_stop_) {
-      bg_cv_.wait_for(l, std::chrono::milliseconds(interval_ms), [&] { return bg_stop_; });
-      if (bg_stop_) break;
-      l.unlock();
-      Collect().status().PermitUnchecked();
-      l.lock();
+  bg_ = std::thread([this, interval_ms] { CollectorLoop(interval_ms); });
+}
+
+void IdempotencyLog::CollectorLoop(int64_t interval_ms) {
+  const std::chrono::milliseconds interval(interval_ms);
+  for (;;) {
+    {
+      MutexLock lock(&bg_mu_);
+      // The predicate is checked before the first wait too: a stop requested
+      // while Collect ran ends the loop at once.
+      if (bg_cv_.WaitFor(&bg_mu_, interval, [&]() GATEDB_REQUIRES(bg_mu_) { return bg_stop_; })) return;
     }
-  });
+    Collect().status().PermitUnchecked();
+  }
 }
 
 void IdempotencyLog::Stop() {
+  std::thread t;
   {
-    std::lock_guard<std::mutex> lock(bg_mu_);
+    MutexLock lock(&bg_mu_);
     bg_stop_ = true;
+    t = std::move(bg_);
   }
-  bg_cv_.notify_all();
-  if (bg_.joinable()) bg_.join();
+  bg_cv_.SignalAll();
+  if (t.joinable()) t.join();
 }
 
 }  // namespace gatedb

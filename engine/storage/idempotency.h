@@ -14,22 +14,23 @@
 //   fpv: the fingerprint's format (engine/storage/fingerprint.h); records
 //   without it were written before format 2 and hold format 1.
 //
-// Thread safety: all methods may be called concurrently.
+// Thread safety: all methods may be called concurrently.  The locks are
+// annotated for clang's thread-safety analysis (engine/util/mutex.h).
 #ifndef GATEDB_ENGINE_STORAGE_IDEMPOTENCY_H_
 #define GATEDB_ENGINE_STORAGE_IDEMPOTENCY_H_
 
 #include <rocksdb/utilities/transaction_db.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/util/mutex.h"
+#include "engine/util/thread_annotations.h"
 #include "gatedb/document.h"
 #include "gatedb/status.h"
 
@@ -64,9 +65,12 @@ class IdempotencyLog {
 
   // Claims the key for this thread: returns when no other request with the
   // key is executing.  Pair every Claim with Release (use ClaimGuard).
-  void Claim(const std::string& key);
-  void Release(const std::string& key);
+  void Claim(const std::string& key) GATEDB_EXCLUDES(mu_);
+  void Release(const std::string& key) GATEDB_EXCLUDES(mu_);
 
+  // Holds a claim on one key for its scope.  Not a scoped capability: a
+  // claim is an entry of in_flight_, not a lock the analysis could track
+  // (mu_ is held only inside Claim and Release, never across the scope).
   class ClaimGuard {
    public:
     ClaimGuard(IdempotencyLog* log, std::string key) : log_(log), key_(std::move(key)) { log_->Claim(key_); }
@@ -86,23 +90,28 @@ class IdempotencyLog {
   // writers hold; a key collected while its retry is in flight behaves as
   // never seen (the version gate and unique keys still apply).
   StatusOr<uint64_t> Collect();
-  void StartBackgroundCollector(int64_t interval_ms);
-  void Stop();
+  // Starts a thread that calls Collect() every interval_ms.  No-op when one
+  // is running.
+  void StartBackgroundCollector(int64_t interval_ms) GATEDB_EXCLUDES(bg_mu_);
+  // Stops and joins the collector thread.  Idempotent.
+  void Stop() GATEDB_EXCLUDES(bg_mu_);
 
  private:
+  void CollectorLoop(int64_t interval_ms) GATEDB_EXCLUDES(bg_mu_);
+
   rocksdb::TransactionDB* const db_;
   rocksdb::ColumnFamilyHandle* const cf_;
   const int64_t retention_ms_;
   const std::function<int64_t()> clock_ms_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::set<std::string> in_flight_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;  // signalled by Release
+  std::set<std::string> in_flight_ GATEDB_GUARDED_BY(mu_);  // the claimed keys
 
-  std::mutex bg_mu_;
-  std::condition_variable bg_cv_;
-  bool bg_stop_ = false;  // GUARDED_BY(bg_mu_)
-  std::thread bg_;
+  Mutex bg_mu_;
+  CondVar bg_cv_;  // signalled by Stop
+  bool bg_stop_ GATEDB_GUARDED_BY(bg_mu_) = false;
+  std::thread bg_ GATEDB_GUARDED_BY(bg_mu_);  // joined outside bg_mu_
 };
 
 }  // namespace gatedb

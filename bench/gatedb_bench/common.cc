@@ -215,9 +215,18 @@ KeyPicker::KeyPicker(const benchmark::State& state, uint32_t seed)
   dist_ = std::uniform_int_distribution<int>(begin, end - 1);
 }
 
+void WallRate::Report(benchmark::State& state) const {
+  if (state.threads() < 2 || state.thread_index() != 0 || !started_ || state.error_occurred()) return;
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  // Every thread runs the same number of iterations.
+  double items = static_cast<double>(state.iterations()) * state.threads();
+  if (seconds > 0) state.counters["wall_items_per_s"] = benchmark::Counter(items / seconds);
+}
+
 double NextScore() {
   static std::atomic<int64_t> counter{0};
-  return static_cast<double>(++counter) + 0.5;
+  // n + 0.125 is never a multiple of 0.25 (exact in a double up to 2^50).
+  return static_cast<double>(++counter) + 0.125;
 }
 
 void Fail(benchmark::State& state, const std::string& msg) { state.SkipWithError(msg.c_str()); }

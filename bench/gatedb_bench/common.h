@@ -15,6 +15,7 @@
 #include <benchmark/benchmark.h>
 #include <bson/bson.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -103,9 +104,38 @@ class KeyPicker {
   std::uniform_int_distribution<int> dist_;
 };
 
-// A value never returned before in this process, so that every CAS really
-// changes its document (Google Benchmark reruns a function with the same
-// key sequence; a repeated value would make gatedb skip the write).
+// Throughput of all threads of a case together over wall-clock time, as
+// the counter `wall_items_per_s` (thread 0 sets it; only when the case runs
+// more than one thread).  Google Benchmark's items_per_second divides all
+// threads' items by the *mean* of the threads' times, which overstates the
+// throughput when the threads finish at different times (an unfair lock:
+// with 8 strictly serialized writers, by 1.8x).  Here the time runs from the
+// first timed iteration (all threads start together, after Google
+// Benchmark's start barrier) until the loop of thread 0 returns, which is
+// after its end barrier, when the last thread has finished.
+//   WallRate wall;
+//   for (auto _ : state) { wall.Mark(); ... }
+//   wall.Report(state);
+class WallRate {
+ public:
+  void Mark() {
+    if (!started_) {
+      started_ = true;
+      start_ = std::chrono::steady_clock::now();
+    }
+  }
+  void Report(benchmark::State& state) const;
+
+ private:
+  bool started_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// A value never returned before in this process, and never a score of the
+// loaded data (BuildDoc: i * 0.25) nor one the setup writes (whole numbers),
+// so that every CAS really changes its document (Google Benchmark reruns a
+// function with the same key sequence; a value the document already holds
+// would make gatedb skip the write and the case fail with "not modified").
 double NextScore();
 
 // Fails the benchmark (once) with `msg`.

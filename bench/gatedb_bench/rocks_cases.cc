@@ -181,7 +181,9 @@ void RunRocksCas(benchmark::State& state, const std::string& base, bool sync) {
   KeyPicker pick(state, 52);
   rocksdb::WriteOptions wo = Wo(sync);
   std::string value, next;
+  WallRate wall;
   for (auto _ : state) {
+    wall.Mark();
     rocksdb::Status s = RocksCasOnce(fx->db.get(), wo, DocId(pick.Next()), &value, &next);
     if (!s.ok()) {
       Fail(state, s.ToString());
@@ -190,13 +192,20 @@ void RunRocksCas(benchmark::State& state, const std::string& base, bool sync) {
   }
   state.SetItemsProcessed(state.iterations());
   ReportRss(state, *fx);
+  wall.Report(state);
 }
 
 void BM_Baseline_RocksCas(benchmark::State& state) { RunRocksCas(state, "BM_Baseline_RocksCas", false); }
 BENCHMARK(BM_Baseline_RocksCas)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Baseline_RocksCas_Durable(benchmark::State& state) { RunRocksCas(state, "BM_Baseline_RocksCas_Durable", true); }
-BENCHMARK(BM_Baseline_RocksCas_Durable)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Baseline_RocksCas_Durable)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->Threads(8)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // ---- OptimisticTransactionDB --------------------------------------------------
 
@@ -224,7 +233,9 @@ void RunOptimisticCas(benchmark::State& state, const std::string& base, bool syn
   rocksdb::WriteOptions wo = Wo(sync);
   int64_t retries = 0;
   std::string value, next;
+  WallRate wall;
   for (auto _ : state) {
+    wall.Mark();
     rocksdb::Status s = OptimisticCasOnce(fx->db.get(), wo, DocId(pick.Next()), &value, &next, &retries);
     if (!s.ok()) {
       Fail(state, s.ToString());
@@ -234,6 +245,7 @@ void RunOptimisticCas(benchmark::State& state, const std::string& base, bool syn
   state.counters["retries"] = benchmark::Counter(static_cast<double>(retries));
   state.SetItemsProcessed(state.iterations());
   ReportRss(state, *fx);
+  wall.Report(state);
 }
 
 void BM_Mechanism_OptimisticCas(benchmark::State& state) {
@@ -244,7 +256,13 @@ BENCHMARK(BM_Mechanism_OptimisticCas)->Threads(1)->Threads(2)->UseRealTime()->Un
 void BM_Mechanism_OptimisticCas_Durable(benchmark::State& state) {
   RunOptimisticCas(state, "BM_Mechanism_OptimisticCas_Durable", true);
 }
-BENCHMARK(BM_Mechanism_OptimisticCas_Durable)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Mechanism_OptimisticCas_Durable)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->Threads(8)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // ---- striped mutexes over a plain DB -----------------------------------------
 
@@ -266,7 +284,9 @@ void RunStripedCas(benchmark::State& state, const std::string& base, bool sync) 
   KeyPicker pick(state, 54);
   rocksdb::WriteOptions wo = Wo(sync);
   std::string value, next;
+  WallRate wall;
   for (auto _ : state) {
+    wall.Mark();
     rocksdb::Status s = StripedCasOnce(fx.get(), wo, DocId(pick.Next()), &value, &next);
     if (!s.ok()) {
       Fail(state, s.ToString());
@@ -275,6 +295,7 @@ void RunStripedCas(benchmark::State& state, const std::string& base, bool sync) 
   }
   state.SetItemsProcessed(state.iterations());
   ReportRss(state, *fx);
+  wall.Report(state);
 }
 
 void BM_Mechanism_StripedLockCas(benchmark::State& state) {
@@ -285,7 +306,13 @@ BENCHMARK(BM_Mechanism_StripedLockCas)->Threads(1)->Threads(2)->UseRealTime()->U
 void BM_Mechanism_StripedLockCas_Durable(benchmark::State& state) {
   RunStripedCas(state, "BM_Mechanism_StripedLockCas_Durable", true);
 }
-BENCHMARK(BM_Mechanism_StripedLockCas_Durable)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Mechanism_StripedLockCas_Durable)
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->Threads(8)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gatedb_bench

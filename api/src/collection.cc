@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "api/src/database_rep.h"
+#include "engine/storage/doc_util.h"
 #include "engine/storage/write_events.h"
 #include "gatedb/db.h"
 
@@ -112,6 +113,15 @@ StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const 
 }
 
 StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {
+  bson_value_t id;
+  if (options.projection.empty() && options.sort.empty() && options.skip == 0 && !options.lock_documents &&
+      filter.bson() != nullptr && PointIdFromFilter(filter.bson(), &id) && bson_count_keys(filter.bson()) == 1) {
+    // The agent's read of its basis: one point read, no matcher, no copies
+    // of the request.
+    return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) {
+      return db_->rep_->db->FindById(Namespace{db_name_, name_}, id, scope);
+    });
+  }
   ASSIGN_OR_RETURN(std::vector<Document> docs, FindImpl(filter, options, 1));
   if (docs.empty()) return std::optional<Document>();
   return std::optional<Document>(std::move(docs[0]));

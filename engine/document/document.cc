@@ -25,18 +25,38 @@ std::string DocumentView::ToJson(JsonMode mode) const {
   return out;
 }
 
-Document::Document() : bson_(bson_new()) {}
+namespace {
+
+// The bytes of every default-constructed Document until it is written to:
+// never written, never freed (bson_new's aligned allocation costs more than
+// most of what a read does).
+bson_t* SharedEmpty() {
+  static bson_t empty = BSON_INITIALIZER;
+  return &empty;
+}
+
+bool Owned(const bson_t* b) { return b != nullptr && b != SharedEmpty(); }
+
+// A copy of `b` this Document may own (the shared empty stays shared).
+bson_t* CopyOf(const bson_t* b) {
+  if (b == nullptr) return bson_new();
+  return b == SharedEmpty() ? SharedEmpty() : bson_copy(b);
+}
+
+}  // namespace
+
+Document::Document() : bson_(SharedEmpty()) {}
 
 Document Document::Adopt(bson_t* bson) { return Document(bson); }
 
 Document Document::Copy(const bson_t* bson) { return Document(bson_copy(bson)); }
 
-Document::Document(const Document& other) : bson_(other.bson_ ? bson_copy(other.bson_) : bson_new()) {}
+Document::Document(const Document& other) : bson_(CopyOf(other.bson_)) {}
 
 Document& Document::operator=(const Document& other) {
   if (this != &other) {
-    bson_t* copy = other.bson_ ? bson_copy(other.bson_) : bson_new();
-    if (bson_) bson_destroy(bson_);
+    bson_t* copy = CopyOf(other.bson_);
+    if (Owned(bson_)) bson_destroy(bson_);
     bson_ = copy;
   }
   return *this;
@@ -44,7 +64,7 @@ Document& Document::operator=(const Document& other) {
 
 Document& Document::operator=(Document&& other) noexcept {
   if (this != &other) {
-    if (bson_) bson_destroy(bson_);
+    if (Owned(bson_)) bson_destroy(bson_);
     bson_ = other.bson_;
     other.bson_ = nullptr;
   }
@@ -52,7 +72,18 @@ Document& Document::operator=(Document&& other) noexcept {
 }
 
 Document::~Document() {
-  if (bson_) bson_destroy(bson_);
+  if (Owned(bson_)) bson_destroy(bson_);
+}
+
+bson_t* Document::mutable_bson() {
+  if (bson_ == SharedEmpty()) bson_ = bson_new();
+  return bson_;
+}
+
+bson_t* Document::Release() {
+  bson_t* b = bson_ == SharedEmpty() ? bson_new() : bson_;
+  bson_ = nullptr;
+  return b;
 }
 
 namespace {

@@ -16,17 +16,15 @@
 #include <rocksdb/utilities/transaction_db.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <optional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "engine/storage/requests.h"
+#include "engine/util/mutex.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
 
@@ -83,6 +81,10 @@ class DBImpl {
   StatusOr<UpdateWriteResult> Update(const UpdateRequest& req);
   StatusOr<DeleteWriteResult> Delete(const DeleteRequest& req);
   StatusOr<FindResult> Find(const FindRequest& req);
+  // The document whose _id is `id`, whole (a find of {_id: v} alone, with
+  // no projection, sort or skip: one point read).  With `scope`: the
+  // transaction's snapshot and its own writes.
+  StatusOr<std::optional<Document>> FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope);
   StatusOr<FindAndModifyResult> FindAndModify(const FindAndModifyRequest& req);
   StatusOr<int64_t> Count(const CountRequest& req);
   // Distinct values, sorted in BSON order.
@@ -164,9 +166,8 @@ class DBImpl {
   std::shared_ptr<Collection> FindCollection(const Namespace& ns) const;
   // The collection, created (as MongoDB does on first write) when missing.
   StatusOr<std::shared_ptr<Collection>> GetOrCreateCollection(const Namespace& ns);
-  // REQUIRES: catalog_mu_ held exclusively.
   Status CreateCollectionLocked(const Namespace& ns, const CollectionOptions& options,
-                                std::shared_ptr<Collection>* out);
+                                std::shared_ptr<Collection>* out) GATEDB_REQUIRES(catalog_mu_);
 
   rocksdb::WriteOptions RocksWriteOptions(const WriteOptionsInternal& w) const;
 
@@ -224,7 +225,8 @@ class DBImpl {
   // One document's read-modify-write under its lock: re-checks `matcher` on
   // the latest value, applies `driver`, bumps the version when the document
   // changed, commits.  Retries internally on lock conflicts.
-  Status UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
+  // `matcher` null: the filter is {_id: v} alone, and the key read is the match.
+  Status UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher* matcher,
                         const update::UpdateDriver& driver, const WriteOptionsInternal& w,
                         const WriteGate& gate, WriteOutcome* out);
   // The insert half of an upsert: the query's equality fields, then the
@@ -232,7 +234,7 @@ class DBImpl {
   // inserted the same _id first (the caller retries as an update).
   Status UpsertDocument(const Collection& coll, const bson_t* query, const update::UpdateDriver& driver,
                         const WriteOptionsInternal& w, WriteOutcome* out);
-  Status DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
+  Status DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher* matcher,
                         const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out);
   // After the gate let an update through: stamps version + 1 into the new
   // document, validates what it wrote, and puts the record (with its
@@ -311,20 +313,22 @@ class DBImpl {
                                    const std::string& holder);
 
   // Held from journal sequence allocation through commit (not through a
-  // durable commit's fsync: see SyncCommitted).
-  std::mutex commit_mu_;
+  // durable commit's fsync: see SyncCommitted).  It also guards the
+  // journal's sequence allocation, which the journal cannot name.
+  Mutex commit_mu_;
 
   // Group commit: one thread at a time fsyncs the WAL (the leader, with an
   // empty synced write); writers
   // whose commit it covers wait for it instead of syncing again.
-  std::mutex sync_mu_;
-  std::condition_variable sync_cv_;
-  bool syncing_ = false;             // GUARDED_BY(sync_mu_)
-  uint64_t synced_rocks_seq_ = 0;    // GUARDED_BY(sync_mu_): durable up to this RocksDB sequence
+  Mutex sync_mu_;
+  CondVar sync_cv_;
+  bool syncing_ GATEDB_GUARDED_BY(sync_mu_) = false;
+  uint64_t synced_rocks_seq_ GATEDB_GUARDED_BY(sync_mu_) = 0;  // durable up to this RocksDB sequence
 
-  mutable std::shared_mutex catalog_mu_;
-  std::map<std::string, std::shared_ptr<Collection>> collections_;  // GUARDED_BY(catalog_mu_), key: full ns
-  uint32_t next_collection_id_ = 1;                                 // GUARDED_BY(catalog_mu_)
+  mutable SharedMutex catalog_mu_;
+  // Key: the full namespace.
+  std::map<std::string, std::shared_ptr<Collection>> collections_ GATEDB_GUARDED_BY(catalog_mu_);
+  uint32_t next_collection_id_ GATEDB_GUARDED_BY(catalog_mu_) = 1;
 };
 
 }  // namespace gatedb

@@ -52,7 +52,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
     ASSIGN_OR_RETURN(coll, GetOrCreateCollection(req.ns));
   }
   ASSIGN_OR_RETURN(WriteGate gate, OpenGate(*coll, req.query.bson(), req.basis_version, false, req.upsert, w));
-  std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
+  ReaderLock drop(&coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during findAndModify");
 
   auto project = [&](const Document& doc) {
@@ -118,9 +118,9 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
     o.want_before = true;
     o.want_after = req.return_new;
     if (req.remove) {
-      RETURN_IF_ERROR(DeleteDocument(*coll, target, *matcher, w, gate, &o));
+      RETURN_IF_ERROR(DeleteDocument(*coll, target, matcher.get(), w, gate, &o));
     } else {
-      RETURN_IF_ERROR(UpdateDocument(*coll, target, *matcher, *driver, w, gate, &o));
+      RETURN_IF_ERROR(UpdateDocument(*coll, target, matcher.get(), *driver, w, gate, &o));
     }
     if (!o.matched) {
       // It changed between selection and lock; select again.

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <memory>
 #include <optional>
-#include <shared_mutex>
 
 #include "engine/storage/db_impl.h"
 #include "engine/storage/fingerprint.h"
@@ -28,8 +27,8 @@ struct DBImpl::Collection {
 
   // Writers hold it shared for the length of a write; drop takes it
   // exclusively, so no write lands in a dropped collection.
-  std::shared_mutex drop_mu;
-  bool dropped = false;  // GUARDED_BY(drop_mu)
+  SharedMutex drop_mu;
+  bool dropped GATEDB_GUARDED_BY(drop_mu) = false;
 };
 
 // What gates a single-document write.
@@ -141,6 +140,10 @@ struct WriteScope {
 
 // The refusal of any update or delete in an appendOnly collection.
 Status AppendOnlyError(const Namespace& ns);
+// The filter's matcher, or null when the filter is {_id: v} alone (a point
+// read by _id's key is then the whole match: equal _id values share a key).
+// Errors: the filter's parse errors.
+StatusOr<std::unique_ptr<query::Matcher>> ParseFilter(const bson_t* filter);
 // A basisVersion names one existing document: BadValue with multi (or a
 // delete without limit 1) or with upsert.
 Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert);

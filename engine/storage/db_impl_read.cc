@@ -20,23 +20,27 @@ namespace {
 // Calls fn(key, record) for each document of the collection that the
 // filter may match: one point read when the filter pins _id, otherwise a
 // scan in _id order.  fn returns false to stop.
+// Calls fn(key, record) for the document under `key`, if there is one.
+template <typename Fn>
+Status ForEachPointRead(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, const std::string& key,
+                        Txn* txn, Fn&& fn) {
+  rocksdb::PinnableSlice value;
+  rocksdb::ReadOptions point;
+  if (txn) point.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions
+  rocksdb::Status s = txn ? (*txn)->Get(point, cf, key, &value) : db->Get(point, cf, key, &value);
+  if (s.IsNotFound()) return Status::OK();
+  RETURN_IF_ERROR(FromRocks(s));
+  RecordView rec;
+  RETURN_IF_ERROR(DecodeRecord(std::string_view(value.data(), value.size()), &rec));
+  fn(key, rec);
+  return Status::OK();
+}
+
 template <typename Fn>
 Status ForEachCandidate(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, uint32_t coll_id,
                         const bson_t* filter, Fn&& fn, Txn* txn = nullptr) {
   bson_value_t id;
-  if (PointIdFromFilter(filter, &id)) {
-    std::string key = keys::EncodeDocKey(coll_id, id);
-    rocksdb::PinnableSlice value;
-    rocksdb::ReadOptions point;
-    if (txn) point.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions
-    rocksdb::Status s = txn ? (*txn)->Get(point, cf, key, &value) : db->Get(point, cf, key, &value);
-    if (s.IsNotFound()) return Status::OK();
-    RETURN_IF_ERROR(FromRocks(s));
-    RecordView rec;
-    RETURN_IF_ERROR(DecodeRecord(std::string_view(value.data(), value.size()), &rec));
-    fn(key, rec);
-    return Status::OK();
-  }
+  if (PointIdFromFilter(filter, &id)) return ForEachPointRead(db, cf, keys::EncodeDocKey(coll_id, id), txn, fn);
   std::string prefix = keys::CollectionPrefix(coll_id);
   std::string end = keys::CollectionUpperBound(coll_id);
   rocksdb::Slice upper(end);
@@ -84,6 +88,17 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
         return true;
       },
       txn);
+}
+
+StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope) {
+  RETURN_IF_ERROR(ValidateNamespace(ns));
+  std::shared_ptr<Collection> coll = FindCollection(ns);
+  if (!coll) return std::optional<Document>();
+  std::optional<Document> out;
+  RETURN_IF_ERROR(ForEachPointRead(db_, docs_cf_, keys::EncodeDocKey(coll->info.id, id),
+                                   scope != nullptr ? &scope->txn : nullptr,
+                                   [&](std::string_view, const RecordView& rec) { out = Document::Copy(&rec.doc); }));
+  return out;
 }
 
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {

@@ -79,6 +79,24 @@ Status BasisWithMultiError() {
 
 }  // namespace
 
+// Runs statement(i) for each statement in order, collecting the errors; an
+// ordered request stops at the first.
+template <typename Fn>
+void RunStatements(size_t n, bool ordered, std::vector<WriteError>* errors, Fn&& statement) {
+  for (size_t i = 0; i < n; ++i) {
+    Status s = statement(i);
+    if (s.ok()) continue;
+    errors->push_back(WriteError{i, std::move(s)});
+    if (ordered) break;
+  }
+}
+
+StatusOr<std::unique_ptr<query::Matcher>> ParseFilter(const bson_t* filter) {
+  bson_value_t id;
+  if (PointIdFromFilter(filter, &id) && bson_count_keys(filter) == 1) return std::unique_ptr<query::Matcher>();
+  return query::Matcher::Parse(filter);
+}
+
 Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert) {
   if (basis && multi) return BasisWithMultiError();
   if (basis && upsert) {
@@ -113,7 +131,7 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
     txn->SetWriteOptions(relaxed);
   }
   {
-    std::lock_guard<std::mutex> lock(commit_mu_);
+    MutexLock lock(&commit_mu_);
     std::vector<uint64_t> seqs;
     seqs.reserve(events->size());
     Status s;
@@ -140,15 +158,17 @@ Status DBImpl::SyncCommitted(bool sync) {
   // Everything up to this RocksDB sequence is committed, hence written to
   // the WAL file: it is what the caller needs durable.
   const uint64_t needed = db_->GetLatestSequenceNumber();
-  std::unique_lock<std::mutex> l(sync_mu_);
-  for (;;) {
-    if (synced_rocks_seq_ >= needed) return Status::OK();
-    if (!syncing_) break;
-    sync_cv_.wait(l);  // the running fsync may cover us; look again after it
+  uint64_t target = 0;
+  {
+    MutexLock l(&sync_mu_);
+    for (;;) {
+      if (synced_rocks_seq_ >= needed) return Status::OK();
+      if (!syncing_) break;
+      sync_cv_.Wait(&sync_mu_);  // the running fsync may cover us; look again after it
+    }
+    syncing_ = true;
+    target = db_->GetLatestSequenceNumber();  // >= needed
   }
-  syncing_ = true;
-  const uint64_t target = db_->GetLatestSequenceNumber();  // >= needed
-  l.unlock();
   // An empty batch written with sync fsyncs the WAL through RocksDB's write
   // path, which returns a stored write error cleanly; SyncWAL() after a
   // failed WAL append trips an assertion inside RocksDB (found by the
@@ -157,10 +177,12 @@ Status DBImpl::SyncCommitted(bool sync) {
   sync_wo.sync = true;
   rocksdb::WriteBatch empty;
   rocksdb::Status rs = db_->GetBaseDB()->Write(sync_wo, &empty);
-  l.lock();
-  syncing_ = false;
-  if (rs.ok()) synced_rocks_seq_ = std::max(synced_rocks_seq_, target);
-  sync_cv_.notify_all();
+  {
+    MutexLock l(&sync_mu_);
+    syncing_ = false;
+    if (rs.ok()) synced_rocks_seq_ = std::max(synced_rocks_seq_, target);
+  }
+  sync_cv_.SignalAll();
   if (!rs.ok()) {
     return Status(ErrorCode::kWriteConcernFailed,
                   "the write was applied but could not be made durable (fsync of the write-ahead log failed: " +
@@ -356,7 +378,7 @@ Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const
 
 StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteOptionsInternal& w) {
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(req.ns));
-  std::shared_lock<std::shared_mutex> drop(coll->drop_mu);
+  ReaderLock drop(&coll->drop_mu);
   if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during insert");
   std::shared_ptr<const CollectionOptions> opts = coll->opts();
   const CollectionInfo& info = coll->info;
@@ -525,7 +547,7 @@ Status DBImpl::StageUpdate(const Collection& coll, Txn& txn, const std::string& 
   return Status::OK();
 }
 
-Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
+Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, const query::Matcher* matcher,
                               const update::UpdateDriver& driver, const WriteOptionsInternal& w,
                               const WriteGate& gate, WriteOutcome* out) {
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
@@ -538,7 +560,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     RecordView rec;
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
     query::MatchDetails details;
-    if (!matcher.Matches(&rec.doc, &details)) return Status::OK();
+    if (matcher != nullptr && !matcher->Matches(&rec.doc, &details)) return Status::OK();
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     out->matched = true;
     const int64_t now = NowMs();
@@ -631,7 +653,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   return Status::OK();
 }
 
-Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher& matcher,
+Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher* matcher,
                               const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out) {
   return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
@@ -641,7 +663,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
     if (!found) return Status::OK();
     RecordView rec;
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
-    if (!matcher.Matches(&rec.doc)) return Status::OK();
+    if (matcher != nullptr && !matcher->Matches(&rec.doc)) return Status::OK();
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     if (gate.basis_version && rec.version != *gate.basis_version) {
       out->matched = true;
@@ -722,7 +744,7 @@ void DBImpl::DetectIdiomConflict(const Collection& coll, const bson_t* filter, s
 Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement& stmt, size_t index,
                                    const WriteOptionsInternal& w, UpdateWriteResult* result) {
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
-  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(stmt.q.bson()));
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, ParseFilter(stmt.q.bson()));
   update::UpdateOptions uopts;
   uopts.version_field = opts->version_field;
   ASSIGN_OR_RETURN(std::unique_ptr<update::UpdateDriver> driver, update::UpdateDriver::Parse(stmt.u.bson(), uopts));
@@ -745,7 +767,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
     bool matched_any = false;
     for (size_t k = 0; k < keys.size(); ++k) {
       WriteOutcome o;
-      RETURN_IF_ERROR(UpdateDocument(coll, keys[k], *matcher, *driver, w, gate, &o));
+      RETURN_IF_ERROR(UpdateDocument(coll, keys[k], matcher.get(), *driver, w, gate, &o));
       if (o.matched) {
         matched_any = true;
         ++result->n;
@@ -792,38 +814,32 @@ StatusOr<UpdateWriteResult> DBImpl::UpdateWith(const UpdateRequest& req, const W
       ASSIGN_OR_RETURN(coll, GetOrCreateCollection(req.ns));
     }
   }
-  std::shared_lock<std::shared_mutex> drop;
-  if (coll) {
-    drop = std::shared_lock<std::shared_mutex>(coll->drop_mu);
-    if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during update");
-  }
-  for (size_t i = 0; i < req.updates.size(); ++i) {
-    const UpdateStatement& stmt = req.updates[i];
-    Status s;
-    if (coll) {
-      s = UpdateStatementImpl(*coll, stmt, i, w, &result);
-    } else {
-      // No collection: nothing matches, but the statement must still parse,
-      // and a basisVersion names a document that does not exist.
+  if (!coll) {
+    // No collection: nothing matches, but each statement must still parse,
+    // and a basisVersion names a document that does not exist.
+    RunStatements(req.updates.size(), req.ordered, &result.write_errors, [&](size_t i) -> Status {
+      const UpdateStatement& stmt = req.updates[i];
       auto m = query::Matcher::Parse(stmt.q.bson());
-      s = m.ok() ? update::UpdateDriver::Parse(stmt.u.bson(), update::UpdateOptions()).status() : m.status();
+      Status s = m.ok() ? update::UpdateDriver::Parse(stmt.u.bson(), update::UpdateOptions()).status() : m.status();
       if (s.ok() && stmt.basis_version) {
         s = stmt.multi ? BasisWithMultiError()
                        : Status(ErrorCode::kNoMatchingDocument,
                                 "basisVersion names a document of " + req.ns.full() + ", which does not exist");
       }
-    }
-    if (!s.ok()) {
-      result.write_errors.push_back(WriteError{i, s});
-      if (req.ordered) break;
-    }
+      return s;
+    });
+    return result;
   }
+  ReaderLock drop(&coll->drop_mu);
+  if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during update");
+  RunStatements(req.updates.size(), req.ordered, &result.write_errors,
+                [&](size_t i) { return UpdateStatementImpl(*coll, req.updates[i], i, w, &result); });
   return result;
 }
 
 Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement& stmt, size_t index,
                                    const WriteOptionsInternal& w, DeleteWriteResult* result) {
-  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(stmt.q.bson()));
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, ParseFilter(stmt.q.bson()));
   if (stmt.limit != 0 && stmt.limit != 1) {
     return Status(ErrorCode::kFailedToParse, "The limit field in delete objects must be 0 or 1. Got " +
                                                  std::to_string(stmt.limit));
@@ -842,7 +858,7 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
     bool deleted_any = false;
     for (const std::string& key : keys) {
       WriteOutcome o;
-      RETURN_IF_ERROR(DeleteDocument(coll, key, *matcher, w, gate, &o));
+      RETURN_IF_ERROR(DeleteDocument(coll, key, matcher.get(), w, gate, &o));
       if (o.matched) {
         deleted_any = true;
         ++result->n;
@@ -862,29 +878,23 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
 StatusOr<DeleteWriteResult> DBImpl::DeleteWith(const DeleteRequest& req, const WriteOptionsInternal& w) {
   DeleteWriteResult result;
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
-  if (!coll) RETURN_IF_ERROR(ValidateNamespace(req.ns));
-  std::shared_lock<std::shared_mutex> drop;
-  if (coll) {
-    drop = std::shared_lock<std::shared_mutex>(coll->drop_mu);
-    if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during delete");
-  }
-  for (size_t i = 0; i < req.deletes.size(); ++i) {
-    const DeleteStatement& stmt = req.deletes[i];
-    Status s;
-    if (coll) {
-      s = DeleteStatementImpl(*coll, stmt, i, w, &result);
-    } else {
-      s = query::Matcher::Parse(stmt.q.bson()).status();
+  if (!coll) {
+    RETURN_IF_ERROR(ValidateNamespace(req.ns));
+    RunStatements(req.deletes.size(), req.ordered, &result.write_errors, [&](size_t i) -> Status {
+      const DeleteStatement& stmt = req.deletes[i];
+      Status s = query::Matcher::Parse(stmt.q.bson()).status();
       if (s.ok() && stmt.basis_version) {
         s = Status(ErrorCode::kNoMatchingDocument,
                    "basisVersion names a document of " + req.ns.full() + ", which does not exist");
       }
-    }
-    if (!s.ok()) {
-      result.write_errors.push_back(WriteError{i, s});
-      if (req.ordered) break;
-    }
+      return s;
+    });
+    return result;
   }
+  ReaderLock drop(&coll->drop_mu);
+  if (coll->dropped) return Status(ErrorCode::kWriteConflict, "collection dropped during delete");
+  RunStatements(req.deletes.size(), req.ordered, &result.write_errors,
+                [&](size_t i) { return DeleteStatementImpl(*coll, req.deletes[i], i, w, &result); });
   return result;
 }
 

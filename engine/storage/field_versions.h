@@ -25,7 +25,7 @@ void UpdateFieldVersions(const bson_t* old_table, const std::vector<std::string>
                          bson_t* out);
 
 // The table's paths changed after `basis` that are, or are a parent or
-// child of, one of `written`.  `old_table` may be null.
+// child of, one of `written`.  `table` may be null.
 std::vector<std::string> ChangedSinceOverlapping(const bson_t* table, int64_t basis,
                                                  const std::vector<std::string>& written);
 

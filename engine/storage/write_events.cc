@@ -76,9 +76,8 @@ bool VersionEqualityOperand(bson_iter_t* it, int64_t* expected) {
   return !bson_iter_next(&sub);
 }
 
-const char* SuggestedAction(ErrorCode code) {
-  return code == ErrorCode::kStaleBasis ? "reread_and_retry" : "reread_and_retry";
-}
+// Both refusals (VersionConflict, StaleBasis) are cured by reading again.
+const char* SuggestedAction(ErrorCode) { return "reread_and_retry"; }
 
 }  // namespace
 

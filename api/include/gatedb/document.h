@@ -47,7 +47,8 @@ class DocumentView {
 
 class Document {
  public:
-  // An empty document, {}.
+  // An empty document, {}.  Costs no allocation: the bytes are allocated
+  // the first time mutable_bson() or Release() is called.
   Document();
   // Takes ownership of `bson`, which must come from bson_new() or a
   // bson_new_from_*() call.
@@ -69,7 +70,7 @@ class Document {
 
   // Never null, except after Release() or in a moved-from Document.
   const bson_t* bson() const { return bson_; }
-  bson_t* mutable_bson() { return bson_; }
+  bson_t* mutable_bson();
   DocumentView view() const { return DocumentView(bson_); }
   const uint8_t* data() const { return view().data(); }
   size_t size() const { return view().size(); }
@@ -77,15 +78,11 @@ class Document {
   std::string ToJson(JsonMode mode = JsonMode::kRelaxed) const { return view().ToJson(mode); }
 
   // Releases ownership of the bson_t to the caller (free with bson_destroy).
-  bson_t* Release() {
-    bson_t* b = bson_;
-    bson_ = nullptr;
-    return b;
-  }
+  bson_t* Release();
 
  private:
   explicit Document(bson_t* b) : bson_(b) {}
-  bson_t* bson_;  // owned; freed with bson_destroy
+  bson_t* bson_;  // owned and freed with bson_destroy, unless it is the shared empty document
 };
 
 // True when both documents hold the same bytes.

@@ -231,4 +231,8 @@ double NextScore() {
 
 void Fail(benchmark::State& state, const std::string& msg) { state.SkipWithError(msg.c_str()); }
 
+void DurableWriters(benchmark::internal::Benchmark* b) {
+  b->Threads(1)->Threads(2)->Threads(4)->Threads(8)->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 }  // namespace gatedb_bench

@@ -141,6 +141,10 @@ double NextScore();
 // Fails the benchmark (once) with `msg`.
 void Fail(benchmark::State& state, const std::string& msg);
 
+// The durable cases' registration: 1, 2, 4 and 8 writer threads, real
+// time, microseconds (use as BENCHMARK(BM_x)->Apply(DurableWriters)).
+void DurableWriters(benchmark::internal::Benchmark* b);
+
 }  // namespace gatedb_bench
 
 #endif  // GATEDB_BENCH_COMMON_H_

@@ -133,13 +133,7 @@ void BM_GatedUpdate_Durable(benchmark::State& state) {
 // Writers 1, 2, 4 and 8, each on its own slice of the documents (no two
 // threads touch one document): 4 and 8 show how far group commit shares
 // the fsync when many agents write durably at once.
-BENCHMARK(BM_GatedUpdate_Durable)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->Threads(8)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GatedUpdate_Durable)->Apply(DurableWriters);
 
 // The MongoDB idiom: read, then filter {_id, version} with $set + $inc version.
 void BM_MongoIdiomUpdate(benchmark::State& state) {

@@ -199,13 +199,7 @@ void BM_Baseline_RocksCas(benchmark::State& state) { RunRocksCas(state, "BM_Base
 BENCHMARK(BM_Baseline_RocksCas)->Threads(1)->Threads(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_Baseline_RocksCas_Durable(benchmark::State& state) { RunRocksCas(state, "BM_Baseline_RocksCas_Durable", true); }
-BENCHMARK(BM_Baseline_RocksCas_Durable)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->Threads(8)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Baseline_RocksCas_Durable)->Apply(DurableWriters);
 
 // ---- OptimisticTransactionDB --------------------------------------------------
 
@@ -256,13 +250,7 @@ BENCHMARK(BM_Mechanism_OptimisticCas)->Threads(1)->Threads(2)->UseRealTime()->Un
 void BM_Mechanism_OptimisticCas_Durable(benchmark::State& state) {
   RunOptimisticCas(state, "BM_Mechanism_OptimisticCas_Durable", true);
 }
-BENCHMARK(BM_Mechanism_OptimisticCas_Durable)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->Threads(8)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Mechanism_OptimisticCas_Durable)->Apply(DurableWriters);
 
 // ---- striped mutexes over a plain DB -----------------------------------------
 
@@ -306,13 +294,7 @@ BENCHMARK(BM_Mechanism_StripedLockCas)->Threads(1)->Threads(2)->UseRealTime()->U
 void BM_Mechanism_StripedLockCas_Durable(benchmark::State& state) {
   RunStripedCas(state, "BM_Mechanism_StripedLockCas_Durable", true);
 }
-BENCHMARK(BM_Mechanism_StripedLockCas_Durable)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->Threads(8)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Mechanism_StripedLockCas_Durable)->Apply(DurableWriters);
 
 }  // namespace
 }  // namespace gatedb_bench

@@ -215,13 +215,7 @@ void BM_Baseline_SqliteCas_Durable(benchmark::State& state) {
 // Writers 1, 2, 4 and 8, each with its own connection and its own slice of
 // the documents; SQLite lets one writer in at a time (BEGIN IMMEDIATE), the
 // others wait in the busy handler.
-BENCHMARK(BM_Baseline_SqliteCas_Durable)
-    ->Threads(1)
-    ->Threads(2)
-    ->Threads(4)
-    ->Threads(8)
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Baseline_SqliteCas_Durable)->Apply(DurableWriters);
 
 }  // namespace
 }  // namespace gatedb_bench

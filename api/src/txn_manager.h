@@ -81,7 +81,6 @@ class TxnManager {
   // Commits; with a keyed context, idempotently (see Transaction::Commit).
   // *replayed (when given): the commit was answered from the idempotency log.
   Status Commit(Transaction::Impl* t, const WriteContext* context, bool* replayed = nullptr) GATEDB_EXCLUDES(t->mu);
-  Status CommitLocked(Transaction::Impl* t, const WriteContext* context) GATEDB_REQUIRES(t->mu);
   Status Abort(Transaction::Impl* t) GATEDB_EXCLUDES(t->mu);
   // Whether a transaction committed under `context`'s key already (then a
   // re-run must not run its statements again: they could meet its own
@@ -109,6 +108,7 @@ class TxnManager {
 
  private:
   void ReaperLoop() GATEDB_EXCLUDES(mu_);
+  Status CommitLocked(Transaction::Impl* t, const WriteContext* context) GATEDB_REQUIRES(t->mu);
 
   DBImpl* const db_;
   Mutex mu_;

@@ -323,6 +323,21 @@ class DBImpl {
   Mutex sync_mu_;
   CondVar sync_cv_;
   bool syncing_ GATEDB_GUARDED_BY(sync_mu_) = false;
+  bool sync_leader_waiting_ GATEDB_GUARDED_BY(sync_mu_) = false;
+  // Commits waiting for or holding commit_mu_ (InFlightCommit).
+  std::atomic<int> commits_in_flight_{0};
+  // How long a group-commit leader waits at most for commits in flight.
+  static constexpr int kGroupCommitWaitMicros = 1000;
+  class InFlightCommit {
+   public:
+    explicit InFlightCommit(DBImpl* db);
+    ~InFlightCommit();
+    InFlightCommit(const InFlightCommit&) = delete;
+    InFlightCommit& operator=(const InFlightCommit&) = delete;
+
+   private:
+    DBImpl* const db_;
+  };
   uint64_t synced_rocks_seq_ GATEDB_GUARDED_BY(sync_mu_) = 0;  // durable up to this RocksDB sequence
 
   mutable SharedMutex catalog_mu_;

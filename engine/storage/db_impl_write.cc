@@ -131,6 +131,9 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
     txn->SetWriteOptions(relaxed);
   }
   {
+    // Counted while waiting for and holding commit_mu_, so that a group
+    // commit leader can let every commit in flight land before its fsync.
+    InFlightCommit in_flight(this);
     MutexLock lock(&commit_mu_);
     std::vector<uint64_t> seqs;
     seqs.reserve(events->size());
@@ -153,6 +156,17 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
   return durable ? SyncCommitted(true) : Status::OK();
 }
 
+DBImpl::InFlightCommit::InFlightCommit(DBImpl* db) : db_(db) {
+  db_->commits_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+DBImpl::InFlightCommit::~InFlightCommit() {
+  if (db_->commits_in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    MutexLock l(&db_->sync_mu_);
+    if (db_->sync_leader_waiting_) db_->sync_cv_.SignalAll();
+  }
+}
+
 Status DBImpl::SyncCommitted(bool sync) {
   if (!sync && !options_.sync) return Status::OK();
   // Everything up to this RocksDB sequence is committed, hence written to
@@ -167,6 +181,17 @@ Status DBImpl::SyncCommitted(bool sync) {
       sync_cv_.Wait(&sync_mu_);  // the running fsync may cover us; look again after it
     }
     syncing_ = true;
+    // Group commit: the fsync below is a write in RocksDB's write queue, and
+    // a commit that reaches the queue during it waits for it while holding
+    // commit_mu_ (so every other committer waits too).  The leader therefore
+    // first lets the commits already in flight land, briefly, so that this
+    // one fsync covers them instead of each starting its own.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kGroupCommitWaitMicros);
+    sync_leader_waiting_ = true;
+    while (commits_in_flight_.load(std::memory_order_acquire) > 0) {
+      if (!sync_cv_.WaitUntil(&sync_mu_, deadline)) break;
+    }
+    sync_leader_waiting_ = false;
     target = db_->GetLatestSequenceNumber();  // >= needed
   }
   // An empty batch written with sync fsyncs the WAL through RocksDB's write

@@ -216,6 +216,10 @@ class DBImpl {
   // Inside a scope (`txn` not null) the scan sees the scope's own writes.
   Status CandidateKeys(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
                        size_t limit, std::vector<std::string>* keys, Txn* txn = nullptr) const;
+  // The keys a statement's write visits: the one key its filter pins by
+  // _id, else the matching documents' (at most `limit`, 0: all).
+  Status StatementCandidates(const Collection& coll, const bson_t* filter, const query::Matcher* matcher,
+                             size_t limit, const WriteOptionsInternal& w, std::vector<std::string>* keys);
   // Matching documents (copies) with their keys, for sorted selection.
   Status MatchingDocs(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
                       std::vector<std::pair<std::string, Document>>* out, Txn* txn = nullptr) const;

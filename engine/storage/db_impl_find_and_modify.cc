@@ -45,8 +45,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
   RETURN_IF_ERROR(CheckBasisUse(req.basis_version, false, req.upsert));
   if (!coll) {
     if (req.basis_version) {
-      return Status(ErrorCode::kNoMatchingDocument,
-                    "basisVersion names a document of " + req.ns.full() + ", which does not exist");
+      return MissingCollectionBasis(req.ns);
     }
     if (!req.upsert) return result;
     ASSIGN_OR_RETURN(coll, GetOrCreateCollection(req.ns));

@@ -144,6 +144,9 @@ Status AppendOnlyError(const Namespace& ns);
 // read by _id's key is then the whole match: equal _id values share a key).
 // Errors: the filter's parse errors.
 StatusOr<std::unique_ptr<query::Matcher>> ParseFilter(const bson_t* filter);
+// NoMatchingDocument: a basisVersion names a document of a collection that
+// does not exist.
+Status MissingCollectionBasis(const Namespace& ns);
 // A basisVersion names one existing document: BadValue with multi (or a
 // delete without limit 1) or with upsert.
 Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert);

@@ -97,6 +97,23 @@ StatusOr<std::unique_ptr<query::Matcher>> ParseFilter(const bson_t* filter) {
   return query::Matcher::Parse(filter);
 }
 
+Status MissingCollectionBasis(const Namespace& ns) {
+  return Status(ErrorCode::kNoMatchingDocument,
+                "basisVersion names a document of " + ns.full() + ", which does not exist");
+}
+
+Status DBImpl::StatementCandidates(const Collection& coll, const bson_t* filter, const query::Matcher* matcher,
+                                   size_t limit, const WriteOptionsInternal& w, std::vector<std::string>* keys) {
+  // A filter that pins _id names its one candidate: the locked read is the
+  // only read needed.
+  bson_value_t id;
+  if (PointIdFromFilter(filter, &id)) {
+    keys->push_back(keys::EncodeDocKey(coll.info.id, id));
+    return Status::OK();
+  }
+  return CandidateKeys(coll, filter, *matcher, limit, keys, w.scope ? &w.scope->txn : nullptr);
+}
+
 Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert) {
   if (basis && multi) return BasisWithMultiError();
   if (basis && upsert) {
@@ -777,18 +794,11 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
     return Status(ErrorCode::kFailedToParse, "multi update is not supported for replacement-style update");
   }
   ASSIGN_OR_RETURN(WriteGate gate, OpenGate(coll, stmt.q.bson(), stmt.basis_version, stmt.multi, stmt.upsert, w));
-  // A filter that pins _id names its one candidate: the locked read in
-  // UpdateDocument is the only read needed.
   bson_value_t point_id;
   const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    if (point) {
-      keys.push_back(keys::EncodeDocKey(coll.info.id, point_id));
-    } else {
-      RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.multi ? 0 : 1, &keys,
-                                    w.scope ? &w.scope->txn : nullptr));
-    }
+    RETURN_IF_ERROR(StatementCandidates(coll, stmt.q.bson(), matcher.get(), stmt.multi ? 0 : 1, w, &keys));
     bool matched_any = false;
     for (size_t k = 0; k < keys.size(); ++k) {
       WriteOutcome o;
@@ -847,9 +857,7 @@ StatusOr<UpdateWriteResult> DBImpl::UpdateWith(const UpdateRequest& req, const W
       auto m = query::Matcher::Parse(stmt.q.bson());
       Status s = m.ok() ? update::UpdateDriver::Parse(stmt.u.bson(), update::UpdateOptions()).status() : m.status();
       if (s.ok() && stmt.basis_version) {
-        s = stmt.multi ? BasisWithMultiError()
-                       : Status(ErrorCode::kNoMatchingDocument,
-                                "basisVersion names a document of " + req.ns.full() + ", which does not exist");
+        s = stmt.multi ? BasisWithMultiError() : MissingCollectionBasis(req.ns);
       }
       return s;
     });
@@ -874,12 +882,7 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
   const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    if (point) {
-      keys.push_back(keys::EncodeDocKey(coll.info.id, point_id));
-    } else {
-      RETURN_IF_ERROR(CandidateKeys(coll, stmt.q.bson(), *matcher, stmt.limit, &keys,
-                                    w.scope ? &w.scope->txn : nullptr));
-    }
+    RETURN_IF_ERROR(StatementCandidates(coll, stmt.q.bson(), matcher.get(), stmt.limit, w, &keys));
     bool deleted_any = false;
     for (const std::string& key : keys) {
       WriteOutcome o;
@@ -908,10 +911,7 @@ StatusOr<DeleteWriteResult> DBImpl::DeleteWith(const DeleteRequest& req, const W
     RunStatements(req.deletes.size(), req.ordered, &result.write_errors, [&](size_t i) -> Status {
       const DeleteStatement& stmt = req.deletes[i];
       Status s = query::Matcher::Parse(stmt.q.bson()).status();
-      if (s.ok() && stmt.basis_version) {
-        s = Status(ErrorCode::kNoMatchingDocument,
-                   "basisVersion names a document of " + req.ns.full() + ", which does not exist");
-      }
+      if (s.ok() && stmt.basis_version) s = MissingCollectionBasis(req.ns);
       return s;
     });
     return result;

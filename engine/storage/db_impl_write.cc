@@ -456,7 +456,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           // leased by someone else
         } else {
           EncodeRecord(0, writer.bson(), doc.bson(), &record);
-          s = FromRocks(txn->Put(docs_cf_, key, record));
+          s = FromRocks(txn->PutUntracked(docs_cf_, key, record));  // locked by GetForUpdate
         }
       }
       if (!s.ok()) {
@@ -489,6 +489,18 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   }
   return result;
 }
+
+namespace {
+
+// A single-document write outside a scope never reads back what it wrote:
+// its transaction's writes need no index (RocksDB's WriteBatchWithIndex
+// then only records them).  Inside a scope later statements read their own
+// writes, so the index stays.
+void NoReadBack(Txn& txn, const WriteOptionsInternal& w) {
+  if (w.scope == nullptr) txn->DisableIndexing();
+}
+
+}  // namespace
 
 // What an update does to the locked document, before the gate decides.
 struct AppliedUpdate {
@@ -568,15 +580,19 @@ Status DBImpl::StageUpdate(const Collection& coll, Txn& txn, const std::string& 
     assert(valid.code() == ValidateForStorage(applied->next.bson()).code());
     RETURN_IF_ERROR(valid);
   }
-  Document writer = BuildWriterBlock(w.context, now);
+  bson_t writer = BSON_INITIALIZER;
+  AppendWriterBlock(w.context, now, &writer);
   bson_t table = BSON_INITIALIZER;
   UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
                       driver.is_replacement() ? applied->paths : PathsToRecord(applied->paths, driver.TargetPaths()),
                       version, &table);
   std::string record;
-  EncodeRecord(version, writer.bson(), applied->next.bson(), &record, &table);
+  EncodeRecord(version, &writer, applied->next.bson(), &record, &table);
   bson_destroy(&table);
-  RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
+  bson_destroy(&writer);
+  // Untracked: GetForUpdate locked (and, in a snapshot transaction,
+  // validated) the key already.
+  RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));
   bson_value_t id;
   GetId(applied->next.bson(), &id);
   PendingEvent ev;
@@ -595,6 +611,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
   return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
+    NoReadBack(txn, w);
     std::string value;
     bool found = false;
     RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &value, &found));
@@ -664,6 +681,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   Document writer = BuildWriterBlock(w.context, now);
   RETURN_IF_ERROR(WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->raced = false;
+    NoReadBack(txn, w);
     std::string existing;
     bool found = false;
     RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &existing, &found));
@@ -682,7 +700,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     std::string record;
     EncodeRecord(0, writer.bson(), doc.bson(), &record);
-    RETURN_IF_ERROR(FromRocks(txn->Put(docs_cf_, key, record)));
+    RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
     std::vector<PendingEvent> events(1);
     events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
                                       TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
@@ -699,6 +717,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
                               const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out) {
   return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
+    NoReadBack(txn, w);
     std::string value;
     bool found = false;
     RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &value, &found));
@@ -713,7 +732,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "delete"));
     }
     if (out->want_before) out->before = Document::Copy(&rec.doc);
-    RETURN_IF_ERROR(FromRocks(txn->Delete(docs_cf_, key)));
+    RETURN_IF_ERROR(FromRocks(txn->DeleteUntracked(docs_cf_, key)));  // locked by GetForUpdate
     bson_value_t id;
     GetId(&rec.doc, &id);
     std::vector<PendingEvent> events(1);

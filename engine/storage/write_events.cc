@@ -25,12 +25,16 @@ void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx) {
   bson_append_document_end(out, &c);
 }
 
-Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms) {
-  bson_t* b = bson_new();
+void AppendWriterBlock(const WriteContext& ctx, int64_t now_ms, bson_t* b) {
   if (!ctx.agent_id.empty()) BSON_APPEND_UTF8(b, "agentId", ctx.agent_id.c_str());
   if (!ctx.task_id.empty()) BSON_APPEND_UTF8(b, "taskId", ctx.task_id.c_str());
   if (!ctx.source.empty()) BSON_APPEND_UTF8(b, "source", ctx.source.c_str());
   BSON_APPEND_DATE_TIME(b, "at", now_ms);
+}
+
+Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms) {
+  bson_t* b = bson_new();
+  AppendWriterBlock(ctx, now_ms, b);
   return Document::Adopt(b);
 }
 

@@ -25,6 +25,9 @@ int64_t NowMillis();
 
 // {agentId, taskId, source, at}: who last wrote a document.
 Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms);
+// The same, appended to `out` (an initialized, empty bson_t; a stack one
+// holds a short block without allocating).
+void AppendWriterBlock(const WriteContext& ctx, int64_t now_ms, bson_t* out);
 
 // Appends the write context as PROTOCOL.md's writeContext document.
 void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);

@@ -286,7 +286,7 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
 
   // The invariant: no lost update.
   bool ok = errors.load() == 0;
-  int64_t total_sum = 0, version_sum = 0;
+  int64_t version_sum = 0;
   for (int d = 0; d < cfg.docs; ++d) {
     std::string id = "order_" + std::to_string(1001 + d);
     auto doc = orders.FindOne(IdFilter(id).view());
@@ -304,7 +304,6 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
                   static_cast<long long>(total), static_cast<long long>(expect.first),
                   static_cast<long long>(version), static_cast<long long>(expect.second));
     }
-    total_sum += total;
     version_sum += version;
   }
   std::printf("\nagents              %d\n", cfg.agents);

@@ -148,9 +148,12 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
     txn->SetWriteOptions(relaxed);
   }
   {
-    // Counted while waiting for and holding commit_mu_, so that a group
-    // commit leader can let every commit in flight land before its fsync.
-    InFlightCommit in_flight(this);
+    // A durable commit is counted while it waits for and holds commit_mu_,
+    // so that a group-commit leader can let the durable commits in flight
+    // land before its fsync.  Plain commits are left out of the count (and
+    // its mutex): a plain commit that meets an fsync only waits for it.
+    std::optional<InFlightCommit> in_flight;
+    if (durable) in_flight.emplace(this);
     MutexLock lock(&commit_mu_);
     std::vector<uint64_t> seqs;
     seqs.reserve(events->size());

@@ -115,7 +115,7 @@ StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const 
 StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {
   bson_value_t id;
   if (options.projection.empty() && options.sort.empty() && options.skip == 0 && !options.lock_documents &&
-      filter.bson() != nullptr && PointIdFromFilter(filter.bson(), &id) && bson_count_keys(filter.bson()) == 1) {
+      IdOnlyFilter(filter.bson(), &id)) {
     // The agent's read of its basis: one point read, no matcher, no copies
     // of the request.
     return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) {

@@ -244,9 +244,11 @@ class DBImpl {
   // document, validates what it wrote, and puts the record (with its
   // writer and field-version table) into `txn` and its journal event into
   // `events`.  `merged`: a stale write the collection's policy let through.
-  Status StageUpdate(const Collection& coll, Txn& txn, const std::string& key, const RecordView& rec,
-                     const update::UpdateDriver& driver, AppliedUpdate* applied, const WriteOptionsInternal& w,
-                     const WriteGate& gate, bool merged, int64_t now, std::vector<PendingEvent>* events);
+  // `opts`: the options the write read at its start.
+  Status StageUpdate(const Collection& coll, const CollectionOptions& opts, Txn& txn, const std::string& key,
+                     const RecordView& rec, const update::UpdateDriver& driver, AppliedUpdate* applied,
+                     const WriteOptionsInternal& w, const WriteGate& gate, bool merged, int64_t now,
+                     std::vector<PendingEvent>* events);
 
   // Numbers `events` in the journal, adds them to `txn` and commits, as one
   // atomic RocksDB write, under commit_mu_ (which keeps the journal's

@@ -75,9 +75,9 @@ StatusOr<Document> DBImpl::RunKeyed(const KeyedCall& call, WriteScope* scope, bo
   rec.fingerprint_format = kFingerprintFormat;
   rec.at_ms = NowMs();
   rec.ns = call.ns;
-  rec.reply = out;
+  rec.reply = std::move(out);
   RETURN_IF_ERROR(CommitScope(scope, &key, &rec));
-  return out;
+  return std::move(rec.reply);
 }
 
 StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {

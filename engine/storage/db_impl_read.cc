@@ -104,14 +104,8 @@ StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bs
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) {
   RETURN_IF_ERROR(ValidateNamespace(req.ns));
   RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit, ErrorCode::kLocation51024));
-  // {_id: v} alone: the point read by _id's key is the whole match (equal
-  // _id values share one key), so the matcher is not even parsed.
-  bson_value_t point_id;
-  const bool id_only = PointIdFromFilter(req.filter.bson(), &point_id) && bson_count_keys(req.filter.bson()) == 1;
-  std::unique_ptr<query::Matcher> matcher;
-  if (!id_only) {
-    ASSIGN_OR_RETURN(matcher, query::Matcher::Parse(req.filter.bson()));
-  }
+  // Null for {_id: v} alone: the point read is the whole match.
+  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, ParseFilter(req.filter.bson()));
   ASSIGN_OR_RETURN(std::unique_ptr<projection::Projection> proj,
                    projection::Projection::Parse(req.projection.bson()));
   std::unique_ptr<projection::SortSpec> sort;

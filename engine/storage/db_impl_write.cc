@@ -93,7 +93,7 @@ void RunStatements(size_t n, bool ordered, std::vector<WriteError>* errors, Fn&&
 
 StatusOr<std::unique_ptr<query::Matcher>> ParseFilter(const bson_t* filter) {
   bson_value_t id;
-  if (PointIdFromFilter(filter, &id) && bson_count_keys(filter) == 1) return std::unique_ptr<query::Matcher>();
+  if (IdOnlyFilter(filter, &id)) return std::unique_ptr<query::Matcher>();
   return query::Matcher::Parse(filter);
 }
 
@@ -563,11 +563,11 @@ std::vector<std::string> WrittenPaths(const update::UpdateDriver& driver, const 
 
 }  // namespace
 
-Status DBImpl::StageUpdate(const Collection& coll, Txn& txn, const std::string& key, const RecordView& rec,
-                           const update::UpdateDriver& driver, AppliedUpdate* applied, const WriteOptionsInternal& w,
-                           const WriteGate& gate, bool merged, int64_t now, std::vector<PendingEvent>* events) {
-  std::shared_ptr<const CollectionOptions> opts = coll.opts();
-  const std::string& vf = opts->version_field;
+Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts, Txn& txn, const std::string& key,
+                           const RecordView& rec, const update::UpdateDriver& driver, AppliedUpdate* applied,
+                           const WriteOptionsInternal& w, const WriteGate& gate, bool merged, int64_t now,
+                           std::vector<PendingEvent>* events) {
+  const std::string& vf = opts.version_field;
   const int64_t version = rec.version + 1;
   bson_t* next = applied->next.mutable_bson();
   if (!OverwriteVersionField(next, vf, version)) {
@@ -601,7 +601,7 @@ Status DBImpl::StageUpdate(const Collection& coll, Txn& txn, const std::string& 
   PendingEvent ev;
   ev.event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id, rec.version,
                              version, w.context, applied->paths, gate, now,
-                             merged ? ConflictModeName(opts->conflict_policy.mode) : nullptr);
+                             merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr);
   ev.doc_key = key;
   ev.version_after = version;
   events->push_back(std::move(ev));
@@ -645,7 +645,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
       return Status::OK();
     }
     std::vector<PendingEvent> events;
-    RETURN_IF_ERROR(StageUpdate(coll, txn, key, rec, driver, &applied, w, gate, stale, now, &events));
+    RETURN_IF_ERROR(StageUpdate(coll, *opts, txn, key, rec, driver, &applied, w, gate, stale, now, &events));
     RETURN_IF_ERROR(FinishWrite(w, txn, &events));
     out->modified = true;
     if (out->want_after) out->after = std::move(applied.next);

@@ -69,4 +69,8 @@ bool PointIdFromFilter(const bson_t* filter, bson_value_t* id) {
   return true;
 }
 
+bool IdOnlyFilter(const bson_t* filter, bson_value_t* id) {
+  return filter != nullptr && PointIdFromFilter(filter, id) && bson_count_keys(filter) == 1;
+}
+
 }  // namespace gatedb

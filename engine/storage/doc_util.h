@@ -32,6 +32,10 @@ bool GetId(const bson_t* doc, bson_value_t* id);
 // at that value (borrowed from `filter`) and returns true.  The filter's
 // other fields still have to be matched.
 bool PointIdFromFilter(const bson_t* filter, bson_value_t* id);
+// PointIdFromFilter, and _id is the filter's only field: a point read by
+// _id's key is then the whole match (equal _id values share one key), so
+// no matcher is needed.
+bool IdOnlyFilter(const bson_t* filter, bson_value_t* id);
 
 }  // namespace gatedb
 

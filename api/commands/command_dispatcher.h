@@ -21,6 +21,12 @@
 namespace gatedb {
 
 class DBImpl;
+struct FindRequest;
+struct CountRequest;
+struct DistinctRequest;
+struct UpdateRequest;
+struct DeleteRequest;
+struct FindAndModifyRequest;
 class TxnManager;
 struct WriteScope;
 
@@ -44,7 +50,19 @@ struct CommandContext {
 using CommandFn = Status (*)(CommandContext& ctx, bson_t* reply);
 
 // CRUD (crud_commands.cc).
+// Parsers shared by the commands and explain: fill the request from ctx.cmd.
+Status ParseFind(CommandContext& ctx, FindRequest* out);
+Status ParseCount(CommandContext& ctx, CountRequest* out);
+Status ParseDistinct(CommandContext& ctx, DistinctRequest* out);
+Status ParseUpdate(CommandContext& ctx, UpdateRequest* out);
+Status ParseDelete(CommandContext& ctx, DeleteRequest* out);
+Status ParseFindAndModify(CommandContext& ctx, FindAndModifyRequest* out);
+
 Status InsertCommand(CommandContext& ctx, bson_t* reply);
+Status CreateIndexesCommand(CommandContext& ctx, bson_t* reply);
+Status ListIndexesCommand(CommandContext& ctx, bson_t* reply);
+Status DropIndexesCommand(CommandContext& ctx, bson_t* reply);
+Status ExplainCommand(CommandContext& ctx, bson_t* reply);
 Status FindCommand(CommandContext& ctx, bson_t* reply);
 Status GetMoreCommand(CommandContext& ctx, bson_t* reply);
 Status KillCursorsCommand(CommandContext& ctx, bson_t* reply);

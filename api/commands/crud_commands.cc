@@ -60,6 +60,15 @@ Status CheckCollation(const bson_iter_t* it, std::string_view context) {
 }
 
 // A keyed write answered from the idempotency log says so.
+// hint: an index name, a key pattern, or {$natural: 1}.
+Status ReadHint(const bson_iter_t* it, std::string_view context, std::optional<Value>* out) {
+  if (!BSON_ITER_HOLDS_UTF8(it) && !BSON_ITER_HOLDS_DOCUMENT(it)) {
+    return Status(ErrorCode::kFailedToParse, std::string(context) + " must be either a string or an object");
+  }
+  *out = Value(*bson_iter_value(const_cast<bson_iter_t*>(it)));
+  return Status::OK();
+}
+
 void AppendReplayed(bool replayed, bson_t* reply) {
   if (replayed) BSON_APPEND_BOOL(reply, "replayed", true);
 }
@@ -129,8 +138,8 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
-Status FindCommand(CommandContext& ctx, bson_t* reply) {
-  FindRequest req;
+Status ParseFind(CommandContext& ctx, FindRequest* out) {
+  FindRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
@@ -150,7 +159,9 @@ Status FindCommand(CommandContext& ctx, bson_t* reply) {
       bool b;
       return ReadBool(it, c, &b);
     }
-    if (key == "hint" || key == "let" || key == "min" || key == "max") return Status::OK();
+    if (key == "hint") return ReadHint(it, c, &req.hint);
+    if (key == "let") return Status::OK();
+    if (key == "min" || key == "max") return Status(ErrorCode::kBadValue, "find's " + std::string(key) + " is not supported");
     if (key == "collation") return CheckCollation(it, c);
     if (key == "lockDocuments") return ReadBool(it, c, &req.lock_documents);
     if (key == "fieldVersions") return ReadBool(it, c, &req.field_versions);
@@ -160,6 +171,12 @@ Status FindCommand(CommandContext& ctx, bson_t* reply) {
     return Status(ErrorCode::kBadValue, "lockDocuments is for reads inside a transaction");
   }
   req.scope = ctx.scope;
+  return Status::OK();
+}
+
+Status FindCommand(CommandContext& ctx, bson_t* reply) {
+  FindRequest req;
+  RETURN_IF_ERROR(ParseFind(ctx, &req));
   ASSIGN_OR_RETURN(FindResult result, ctx.db->Find(req));
   bson_t cursor;
   BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
@@ -197,8 +214,8 @@ Status KillCursorsCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
-Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
-  UpdateRequest req;
+Status ParseUpdate(CommandContext& ctx, UpdateRequest* out) {
+  UpdateRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_updates = false;
   RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
@@ -233,7 +250,9 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
             return Status(ErrorCode::kBadValue, "arrayFilters are not supported");
           } else if (k == "collation") {
             RETURN_IF_ERROR(CheckCollation(&f, c));
-          } else if (k == "hint" || k == "upsertSupplied") {
+          } else if (k == "hint") {
+            RETURN_IF_ERROR(ReadHint(&f, c, &stmt.hint));
+          } else if (k == "upsertSupplied") {
             continue;
           } else {
             return UnknownField("update.updates", k);
@@ -259,14 +278,20 @@ Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
   req.write.command = ctx.cmd;
   // In a transaction the first failing statement ends it, ordered or not.
   if (ctx.scope != nullptr) req.ordered = true;
+  return Status::OK();
+}
+
+Status UpdateCommand(CommandContext& ctx, bson_t* reply) {
+  UpdateRequest req;
+  RETURN_IF_ERROR(ParseUpdate(ctx, &req));
   ASSIGN_OR_RETURN(UpdateWriteResult result, ctx.db->Update(req));
   AppendReply(result, reply);
   AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 
-Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
-  DeleteRequest req;
+Status ParseDelete(CommandContext& ctx, DeleteRequest* out) {
+  DeleteRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_deletes = false;
   RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
@@ -300,7 +325,7 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
           } else if (k == "collation") {
             RETURN_IF_ERROR(CheckCollation(&f, c));
           } else if (k == "hint") {
-            continue;
+            RETURN_IF_ERROR(ReadHint(&f, c, &stmt.hint));
           } else {
             return UnknownField("delete.deletes", k);
           }
@@ -325,14 +350,20 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
   req.write.command = ctx.cmd;
   // In a transaction the first failing statement ends it, ordered or not.
   if (ctx.scope != nullptr) req.ordered = true;
+  return Status::OK();
+}
+
+Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
+  DeleteRequest req;
+  RETURN_IF_ERROR(ParseDelete(ctx, &req));
   ASSIGN_OR_RETURN(DeleteWriteResult result, ctx.db->Delete(req));
   AppendReply(result, reply);
   AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 
-Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
-  FindAndModifyRequest req;
+Status ParseFindAndModify(CommandContext& ctx, FindAndModifyRequest* out) {
+  FindAndModifyRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
@@ -361,20 +392,27 @@ Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
       req.basis_version = b;
       return Status::OK();
     }
-    if (key == "hint" || key == "let") return Status::OK();
+    if (key == "hint") return ReadHint(it, c, &req.hint);
+    if (key == "let") return Status::OK();
     return UnknownField(ctx.command_name, key);
   }));
   RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   req.write.scope = ctx.scope;
   req.write.command = ctx.cmd;
+  return Status::OK();
+}
+
+Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
+  FindAndModifyRequest req;
+  RETURN_IF_ERROR(ParseFindAndModify(ctx, &req));
   ASSIGN_OR_RETURN(FindAndModifyResult result, ctx.db->FindAndModify(req));
   AppendReply(result, req.remove, reply);
   AppendReplayed(result.replayed, reply);
   return Status::OK();
 }
 
-Status CountCommand(CommandContext& ctx, bson_t* reply) {
-  CountRequest req;
+Status ParseCount(CommandContext& ctx, CountRequest* out) {
+  CountRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
@@ -390,18 +428,25 @@ Status CountCommand(CommandContext& ctx, bson_t* reply) {
       }
       return ReadInt64(it, c, key == "skip" ? &req.skip : &req.limit);
     }
-    if (key == "hint" || key == "fields") return Status::OK();
+    if (key == "hint") return ReadHint(it, c, &req.hint);
+    if (key == "fields") return Status::OK();
     if (key == "collation") return CheckCollation(it, c);
     return UnknownField(ctx.command_name, key);
   }));
   req.scope = ctx.scope;
+  return Status::OK();
+}
+
+Status CountCommand(CommandContext& ctx, bson_t* reply) {
+  CountRequest req;
+  RETURN_IF_ERROR(ParseCount(ctx, &req));
   ASSIGN_OR_RETURN(int64_t n, ctx.db->Count(req));
   BSON_APPEND_INT32(reply, "n", static_cast<int32_t>(n));
   return Status::OK();
 }
 
-Status DistinctCommand(CommandContext& ctx, bson_t* reply) {
-  DistinctRequest req;
+Status ParseDistinct(CommandContext& ctx, DistinctRequest* out) {
+  DistinctRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_key = false;
   RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
@@ -420,6 +465,12 @@ Status DistinctCommand(CommandContext& ctx, bson_t* reply) {
   }));
   if (!have_key) return MissingField(ctx.command_name, "key");
   req.scope = ctx.scope;
+  return Status::OK();
+}
+
+Status DistinctCommand(CommandContext& ctx, bson_t* reply) {
+  DistinctRequest req;
+  RETURN_IF_ERROR(ParseDistinct(ctx, &req));
   ASSIGN_OR_RETURN(std::vector<Value> values, ctx.db->Distinct(req));
   bson_t arr;
   BSON_APPEND_ARRAY_BEGIN(reply, "values", &arr);

@@ -46,6 +46,10 @@ struct PendingEvent;
 struct RefusalDetail;
 struct RecordView;
 struct AppliedUpdate;
+struct IndexEntry;
+namespace index {
+struct Hint;
+}
 class Txn;
 
 class DBImpl {
@@ -89,6 +93,22 @@ class DBImpl {
   StatusOr<int64_t> Count(const CountRequest& req);
   // Distinct values, sorted in BSON order.
   StatusOr<std::vector<Value>> Distinct(const DistinctRequest& req);
+
+  // Secondary indexes (engine/index).  CreateIndexes builds each new index
+  // over the existing documents before it returns (progress, when set, is
+  // called with the documents indexed so far); an index whose definition
+  // exists already is skipped.
+  StatusOr<CreateIndexesResult> CreateIndexes(const Namespace& ns, const std::vector<Document>& specs,
+                                              const std::function<void(uint64_t)>& progress = nullptr);
+  // listIndexes' descriptions, _id_ first.  NamespaceNotFound when the
+  // collection does not exist.
+  StatusOr<std::vector<Document>> ListIndexes(const Namespace& ns);
+  // Drops the named indexes ("*": all but _id_); returns how many indexes the
+  // collection had.  A key pattern names the index that has it.
+  StatusOr<int> DropIndexes(const Namespace& ns, const std::vector<std::string>& names, const Document* key_pattern);
+  // explain for find / count / distinct / update / delete / findAndModify:
+  // MongoDB's queryPlanner and, when verbosity asks, executionStats.
+  StatusOr<Document> Explain(const ExplainRequest& req);
 
   // The journal: events after a sequence number, optionally of one
   // collection.  Errors: ChangeStreamHistoryLost when the events asked for were collected.
@@ -215,14 +235,17 @@ class DBImpl {
   // most `limit` (0: all).  Uses a point lookup when the filter pins _id.
   // Inside a scope (`txn` not null) the scan sees the scope's own writes.
   Status CandidateKeys(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
-                       size_t limit, std::vector<std::string>* keys, Txn* txn = nullptr) const;
+                       size_t limit, std::vector<std::string>* keys, Txn* txn = nullptr,
+                       const index::Hint* hint = nullptr) const;
   // The keys a statement's write visits: the one key its filter pins by
   // _id, else the matching documents' (at most `limit`, 0: all).
   Status StatementCandidates(const Collection& coll, const bson_t* filter, const query::Matcher* matcher,
-                             size_t limit, const WriteOptionsInternal& w, std::vector<std::string>* keys);
+                             size_t limit, const WriteOptionsInternal& w, std::vector<std::string>* keys,
+                             const index::Hint* hint = nullptr);
   // Matching documents (copies) with their keys, for sorted selection.
   Status MatchingDocs(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
-                      std::vector<std::pair<std::string, Document>>* out, Txn* txn = nullptr) const;
+                      std::vector<std::pair<std::string, Document>>* out, Txn* txn = nullptr,
+                      const index::Hint* hint = nullptr) const;
   // Adds `events` to the scope, or commits them with `txn` when there is none.
   Status FinishWrite(const WriteOptionsInternal& w, Txn& txn, std::vector<PendingEvent>* events);
 
@@ -297,6 +320,28 @@ class DBImpl {
   Status DeleteStatementImpl(const Collection& coll, const DeleteStatement& stmt, size_t index,
                              const WriteOptionsInternal& w, DeleteWriteResult* result);
 
+  // Index maintenance: the entries `doc_key` loses (old_doc) and gains
+  // (new_doc; either may be null) in every index, unique ones checked
+  // (DuplicateKey), staged in `txn`.  Nothing is staged when it fails.  With
+  // `changed` (an update's changed paths), indexes that watch none of them
+  // are skipped.
+  Status UpdateIndexes(const Collection& coll, Txn& txn, std::string_view doc_key, const bson_t* old_doc,
+                       const bson_t* new_doc, const std::vector<std::string>* changed);
+  Status LoadIndexes();
+  Status BuildIndex(const Collection& coll, const std::shared_ptr<const IndexEntry>& entry,
+                    const std::function<void(uint64_t)>& progress);
+  Status RemoveIndexes(Collection& coll, const std::vector<std::string>& names);
+  Status DeleteIndexRange(const std::string& prefix);
+  Status MarkMultikey(Collection& coll, Txn& txn, const std::string& name);
+  // The plan a read or a write's candidate search runs (db_impl_plan.cc).
+  struct PlanStats;
+  using CandidateFn = std::function<bool(std::string_view key, const RecordView& rec)>;
+  StatusOr<FindResult> FindWithStats(const FindRequest& req, PlanStats* stats);
+  StatusOr<int64_t> CountWithStats(const CountRequest& req, PlanStats* stats);
+  StatusOr<std::vector<Value>> DistinctWithStats(const DistinctRequest& req, PlanStats* stats);
+  Status ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort, const index::Hint* hint,
+                          Txn* txn, PlanStats* stats, bool* sorted, const CandidateFn& fn) const;
+
   const std::string path_;
   const Options options_;
 
@@ -307,6 +352,7 @@ class DBImpl {
   std::unique_ptr<wal::Journal> journal_;
   std::unique_ptr<IdempotencyLog> idempotency_;
   rocksdb::ColumnFamilyHandle* leases_cf_ = nullptr;
+  rocksdb::ColumnFamilyHandle* index_cf_ = nullptr;
   // Lease records present (live or expired): writes skip the lease check
   // while there are none.
   std::atomic<int64_t> lease_records_{0};

@@ -6,6 +6,8 @@
 #include <memory>
 #include <optional>
 
+#include "engine/index/index_spec.h"
+#include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/fingerprint.h"
 #include "engine/storage/write_reply.h"
@@ -13,8 +15,39 @@
 
 namespace gatedb {
 
+// One secondary index of a collection, as the write path and the planner
+// use it: the definition, its compiled partial filter, and the paths whose
+// change can change its keys.
+struct IndexEntry {
+  index::IndexSpec spec;
+  std::unique_ptr<query::Matcher> partial;  // null: none
+  std::vector<std::string> watched_paths;   // key fields and partial filter paths
+};
+
+// A collection's secondary indexes: an immutable snapshot, replaced whole
+// (copy on write) by index creation, drop, and the first multikey write.
+struct IndexCatalog {
+  std::vector<std::shared_ptr<const IndexEntry>> entries;
+};
+
+// What a query plan did, for explain.
+struct DBImpl::PlanStats {
+  Document plan;                 // the winning plan's stage tree (below SORT/SKIP/LIMIT)
+  std::vector<Document> rejected;
+  int64_t keys_examined = 0;
+  int64_t docs_examined = 0;
+};
+
 struct DBImpl::Collection {
   CollectionInfo info;  // ns and id are constant; info.options is as created
+
+  // The secondary indexes in force; a write reads them when it stages a
+  // document (after the collection's drop lock is held).
+  std::shared_ptr<const IndexCatalog> indexes() const { return std::atomic_load(&index_catalog); }
+  void set_indexes(std::shared_ptr<const IndexCatalog> c) { std::atomic_store(&index_catalog, std::move(c)); }
+  std::shared_ptr<const IndexCatalog> index_catalog = std::make_shared<IndexCatalog>();
+  // Serializes changes to the index catalog (create, drop, multikey).
+  Mutex index_mu;
 
   // The options in force (collMod may replace them; a write uses the
   // options it read at its start).

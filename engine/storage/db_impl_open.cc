@@ -142,6 +142,7 @@ StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Op
   std::unique_ptr<DBImpl> impl(new DBImpl(path, options));
   RETURN_IF_ERROR(impl->OpenRocks());
   RETURN_IF_ERROR(impl->LoadCatalog());
+  RETURN_IF_ERROR(impl->LoadIndexes());
   return impl;
 }
 
@@ -188,6 +189,7 @@ Status DBImpl::OpenRocks() {
   }
   cfs.push_back({IdempotencyLog::kColumnFamily, point_cf});
   cfs.push_back({"leases", point_cf});
+  cfs.push_back({"indexes", rocksdb::ColumnFamilyOptions(opts)});
   rocksdb::Status s = rocksdb::TransactionDB::Open(opts, txn_opts, path_, cfs, &handles_, &db_);
   if (!s.ok()) {
     db_ = nullptr;
@@ -206,6 +208,7 @@ Status DBImpl::OpenRocks() {
                                                   [this] { return NowMs(); });
   idempotency_->StartBackgroundCollector(60 * 1000);
   leases_cf_ = handles_[7];
+  index_cf_ = handles_[8];
   std::unique_ptr<rocksdb::Iterator> lit(db_->NewIterator(rocksdb::ReadOptions(), leases_cf_));
   for (lit->SeekToFirst(); lit->Valid(); lit->Next()) ++lease_records_;
   return Status::OK();
@@ -323,7 +326,18 @@ Status DBImpl::DropCollection(const Namespace& ns) {
     }
   }
   if (batch.Count() > 0) RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &batch)));
-  return FromRocks(it->status());
+  RETURN_IF_ERROR(FromRocks(it->status()));
+  // Its indexes: their definitions, then their entries (all under the
+  // collection id's prefix).
+  std::string ix_prefix = "ix:" + keys::CollectionPrefix(coll->info.id);
+  std::unique_ptr<rocksdb::Iterator> cit(db_->NewIterator(rocksdb::ReadOptions(), catalog_cf_));
+  rocksdb::WriteBatch cbatch;
+  for (cit->Seek(ix_prefix); cit->Valid() && cit->key().starts_with(ix_prefix); cit->Next()) {
+    cbatch.Delete(catalog_cf_, cit->key());
+  }
+  RETURN_IF_ERROR(FromRocks(cit->status()));
+  if (cbatch.Count() > 0) RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &cbatch)));
+  return DeleteIndexRange(keys::CollectionPrefix(coll->info.id));
 }
 
 Status DBImpl::DropDatabase(const std::string& db) {

@@ -8,6 +8,7 @@
 
 #include "engine/document/diff.h"
 #include "engine/document/validate.h"
+#include "engine/index/planner.h"
 #include "engine/keys/key_codec.h"
 #include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
@@ -103,15 +104,16 @@ Status MissingCollectionBasis(const Namespace& ns) {
 }
 
 Status DBImpl::StatementCandidates(const Collection& coll, const bson_t* filter, const query::Matcher* matcher,
-                                   size_t limit, const WriteOptionsInternal& w, std::vector<std::string>* keys) {
+                                   size_t limit, const WriteOptionsInternal& w, std::vector<std::string>* keys,
+                                   const index::Hint* hint) {
   // A filter that pins _id names its one candidate: the locked read is the
   // only read needed.
   bson_value_t id;
-  if (PointIdFromFilter(filter, &id)) {
+  if ((hint == nullptr || hint->empty()) && PointIdFromFilter(filter, &id)) {
     keys->push_back(keys::EncodeDocKey(coll.info.id, id));
     return Status::OK();
   }
-  return CandidateKeys(coll, filter, *matcher, limit, keys, w.scope ? &w.scope->txn : nullptr);
+  return CandidateKeys(coll, filter, *matcher, limit, keys, w.scope ? &w.scope->txn : nullptr, hint);
 }
 
 Status CheckBasisUse(const std::optional<int64_t>& basis, bool multi, bool upsert) {
@@ -457,6 +459,8 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           s = FromRocks(rs);
         } else if (!(s = CheckLease(txn, key, w.context)).ok()) {
           // leased by someone else
+        } else if (!(s = UpdateIndexes(*coll, txn, key, nullptr, doc.bson(), nullptr)).ok()) {
+          // a unique index holds the key, or the document cannot be indexed
         } else {
           EncodeRecord(0, writer.bson(), doc.bson(), &record);
           s = FromRocks(txn->PutUntracked(docs_cf_, key, record));  // locked by GetForUpdate
@@ -593,6 +597,7 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   EncodeRecord(version, &writer, applied->next.bson(), &record, &table);
   bson_destroy(&table);
   bson_destroy(&writer);
+  RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, applied->next.bson(), &applied->paths));
   // Untracked: GetForUpdate locked (and, in a snapshot transaction,
   // validated) the key already.
   RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));
@@ -701,6 +706,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
       return DuplicateKeyError(coll.info.ns, id);
     }
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
+    RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, nullptr, doc.bson(), nullptr));
     std::string record;
     EncodeRecord(0, writer.bson(), doc.bson(), &record);
     RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
@@ -735,6 +741,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "delete"));
     }
     if (out->want_before) out->before = Document::Copy(&rec.doc);
+    RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, nullptr, nullptr));
     RETURN_IF_ERROR(FromRocks(txn->DeleteUntracked(docs_cf_, key)));  // locked by GetForUpdate
     bson_value_t id;
     GetId(&rec.doc, &id);
@@ -816,11 +823,17 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
     return Status(ErrorCode::kFailedToParse, "multi update is not supported for replacement-style update");
   }
   ASSIGN_OR_RETURN(WriteGate gate, OpenGate(coll, stmt.q.bson(), stmt.basis_version, stmt.multi, stmt.upsert, w));
+  std::optional<index::Hint> hint;
+  if (stmt.hint) {
+    ASSIGN_OR_RETURN(index::Hint h, index::ParseHint(stmt.hint->get()));
+    hint = std::move(h);
+  }
   bson_value_t point_id;
   const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    RETURN_IF_ERROR(StatementCandidates(coll, stmt.q.bson(), matcher.get(), stmt.multi ? 0 : 1, w, &keys));
+    RETURN_IF_ERROR(StatementCandidates(coll, stmt.q.bson(), matcher.get(), stmt.multi ? 0 : 1, w, &keys,
+                                        hint ? &*hint : nullptr));
     bool matched_any = false;
     for (size_t k = 0; k < keys.size(); ++k) {
       WriteOutcome o;
@@ -900,11 +913,17 @@ Status DBImpl::DeleteStatementImpl(const Collection& coll, const DeleteStatement
                                                  std::to_string(stmt.limit));
   }
   ASSIGN_OR_RETURN(WriteGate gate, OpenGate(coll, stmt.q.bson(), stmt.basis_version, stmt.limit != 1, false, w));
+  std::optional<index::Hint> hint;
+  if (stmt.hint) {
+    ASSIGN_OR_RETURN(index::Hint h, index::ParseHint(stmt.hint->get()));
+    hint = std::move(h);
+  }
   bson_value_t point_id;
   const bool point = PointIdFromFilter(stmt.q.bson(), &point_id);
   for (int attempt = 0;; ++attempt) {
     std::vector<std::string> keys;
-    RETURN_IF_ERROR(StatementCandidates(coll, stmt.q.bson(), matcher.get(), stmt.limit, w, &keys));
+    RETURN_IF_ERROR(StatementCandidates(coll, stmt.q.bson(), matcher.get(), stmt.limit, w, &keys,
+                                        hint ? &*hint : nullptr));
     bool deleted_any = false;
     for (const std::string& key : keys) {
       WriteOutcome o;

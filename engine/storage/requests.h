@@ -117,6 +117,7 @@ struct UpdateStatement {
   bool upsert = false;
   bool multi = false;
   std::optional<int64_t> basis_version;
+  std::optional<Value> hint;  // an index name or key pattern, or {$natural: 1}
 };
 struct UpdateRequest {
   Namespace ns;
@@ -150,6 +151,7 @@ struct DeleteStatement {
   Document q;
   int64_t limit = 0;  // 0: all matching; 1: one
   std::optional<int64_t> basis_version;
+  std::optional<Value> hint;
 };
 struct DeleteRequest {
   Namespace ns;
@@ -171,6 +173,7 @@ struct FindRequest {
   Document sort;        // {} = _id order
   int64_t skip = 0;
   int64_t limit = 0;    // 0 = no limit
+  std::optional<Value> hint;  // an index name or key pattern, or {$natural: 1}
   // Inside a snapshot transaction: read its snapshot plus its own writes.
   WriteScope* scope = nullptr;
   // With `scope`: lock every returned document as if written (the write set
@@ -195,6 +198,7 @@ struct FindAndModifyRequest {
   bool return_new = false;
   bool upsert = false;
   std::optional<int64_t> basis_version;
+  std::optional<Value> hint;
   WriteOptionsInternal write;
 };
 struct FindAndModifyResult {
@@ -210,6 +214,7 @@ struct CountRequest {
   Document query;
   int64_t skip = 0;
   int64_t limit = 0;
+  std::optional<Value> hint;
   WriteScope* scope = nullptr;
 };
 
@@ -218,6 +223,30 @@ struct DistinctRequest {
   std::string key;
   Document query;
   WriteScope* scope = nullptr;
+};
+
+struct CreateIndexesResult {
+  int num_indexes_before = 0;  // _id_ included
+  int num_indexes_after = 0;
+  bool created_collection = false;
+  bool all_existed = false;  // MongoDB's note "all indexes already exist"
+};
+
+// explain of a read or of a write's query part (writes are not run).
+struct ExplainRequest {
+  enum class Kind { kFind, kCount, kDistinct, kUpdate, kDelete, kFindAndModify };
+  Kind kind = Kind::kFind;
+  std::string verbosity = "allPlansExecution";  // queryPlanner, executionStats, allPlansExecution
+  Namespace ns;
+  Document filter;
+  Document sort;
+  Document projection;
+  int64_t skip = 0;
+  int64_t limit = 0;
+  std::optional<Value> hint;
+  std::string distinct_key;
+  bool multi = false;   // update/delete: every match, or one
+  Document command;     // the explained command, echoed as `command`
 };
 
 // A document lease.

@@ -1,0 +1,602 @@
+#include "engine/index/planner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "engine/document/bson_compare.h"
+#include "engine/index/index_keys.h"
+#include "engine/keys/key_codec.h"
+#include "engine/keys/key_format.h"
+#include "gatedb/value.h"
+
+namespace gatedb {
+namespace index {
+
+namespace {
+
+// A range of one path's values in EncodeValue's byte space: [lo, hi), or
+// [lo, end) when hi_inf.  A point holds exactly one value's encoding.
+struct VRange {
+  std::string lo;
+  std::string hi;
+  bool hi_inf = false;
+  bool point = false;
+  std::string lo_text;  // "[5" or "(5" for explain
+  std::string hi_text;  // "5]" or "inf.0]"
+};
+using RangeSet = std::vector<VRange>;  // ascending by lo, disjoint
+
+// One predicate: an operator and its argument (borrowed from the filter).
+struct Clause {
+  std::string op;  // "$eq", "$gt", ..., or another operator (no bounds)
+  bson_value_t value;
+  bson_iter_t element;  // the whole top-level element it came from
+};
+
+struct Predicates {
+  std::map<std::string, std::vector<Clause>> by_path;
+  std::vector<bson_iter_t> elements;  // top-level elements (through $and)
+  bson_iter_t or_iter;                // the top-level $or, when exactly one
+  int or_count = 0;
+};
+
+std::string Encoded(const bson_value_t& v) {
+  std::string out;
+  keys::EncodeValue(v, &out);
+  return out;
+}
+
+std::string ValueText(const bson_value_t& v) {
+  switch (v.value_type) {
+    case BSON_TYPE_MINKEY: return "MinKey";
+    case BSON_TYPE_MAXKEY: return "MaxKey";
+    case BSON_TYPE_NULL: return "null";
+    case BSON_TYPE_UNDEFINED: return "undefined";
+    default: return Value(v).ToJson();
+  }
+}
+
+const char* TypeStartText(uint8_t type_byte) {
+  if (type_byte == keys::kTypeNumber) return "-inf.0";
+  if (type_byte == keys::kTypeString) return "\"\"";
+  return "MinKey";
+}
+const char* TypeEndText(uint8_t type_byte) {
+  if (type_byte == keys::kTypeNumber) return "inf.0";
+  if (type_byte == keys::kTypeString) return "{}";
+  return "MaxKey";
+}
+
+VRange Point(const bson_value_t& v) {
+  VRange r;
+  r.lo = Encoded(v);
+  r.hi = PrefixSuccessor(r.lo);
+  r.point = true;
+  std::string t = ValueText(v);
+  r.lo_text = "[" + t;
+  r.hi_text = t + "]";
+  return r;
+}
+
+// [undefined, null]: what {a: null} may match (missing fields index as null).
+VRange NullRange() {
+  VRange r;
+  bson_value_t u;
+  std::memset(&u, 0, sizeof u);
+  u.value_type = BSON_TYPE_UNDEFINED;
+  r.lo = Encoded(u);
+  u.value_type = BSON_TYPE_NULL;
+  r.hi = PrefixSuccessor(Encoded(u));
+  r.lo_text = "[undefined";
+  r.hi_text = "null]";
+  return r;
+}
+
+VRange Everything() {
+  VRange r;
+  r.hi_inf = true;
+  r.lo_text = "[MinKey";
+  r.hi_text = "MaxKey]";
+  return r;
+}
+
+bool Unboundable(const bson_value_t& v) {
+  return v.value_type == BSON_TYPE_ARRAY || v.value_type == BSON_TYPE_REGEX ||
+         v.value_type == BSON_TYPE_MINKEY || v.value_type == BSON_TYPE_MAXKEY;
+}
+
+// The values a clause may match, or nullopt when it gives no bounds.
+// `exact` is set when the set is exactly the clause's matches (per value).
+std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact) {
+  if (exact) *exact = false;
+  const bson_value_t& v = c.value;
+  if (c.op == "$eq") {
+    if (Unboundable(v)) return std::nullopt;
+    if (v.value_type == BSON_TYPE_NULL) return RangeSet{NullRange()};
+    if (exact) *exact = v.value_type != BSON_TYPE_UNDEFINED;
+    return RangeSet{Point(v)};
+  }
+  if (c.op == "$in") {
+    if (v.value_type != BSON_TYPE_ARRAY) return std::nullopt;
+    bson_t arr;
+    if (!bson_init_static(&arr, v.value.v_doc.data, v.value.v_doc.data_len)) return std::nullopt;
+    bson_iter_t it;
+    bson_iter_init(&it, &arr);
+    RangeSet out;
+    bool all_exact = true;
+    while (bson_iter_next(&it)) {
+      const bson_value_t* e = bson_iter_value(&it);
+      if (Unboundable(*e)) return std::nullopt;
+      if (e->value_type == BSON_TYPE_NULL) {
+        out.push_back(NullRange());
+        all_exact = false;
+      } else {
+        out.push_back(Point(*e));
+      }
+    }
+    std::sort(out.begin(), out.end(), [](const VRange& a, const VRange& b) { return a.lo < b.lo; });
+    RangeSet merged;
+    for (VRange& r : out) {
+      if (!merged.empty() && !merged.back().hi_inf && r.lo < merged.back().hi) {
+        if (r.hi > merged.back().hi) {
+          merged.back().hi = r.hi;
+          merged.back().hi_text = r.hi_text;
+        }
+        merged.back().point = merged.back().point && r.point && merged.back().lo == r.lo;
+        continue;
+      }
+      merged.push_back(std::move(r));
+    }
+    if (exact) *exact = all_exact;
+    return merged;  // an empty $in matches nothing: no ranges
+  }
+  if (c.op == "$gt" || c.op == "$gte" || c.op == "$lt" || c.op == "$lte") {
+    if (Unboundable(v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED) {
+      return std::nullopt;
+    }
+    std::string e = Encoded(v);
+    uint8_t type_byte = static_cast<uint8_t>(e[0]);
+    std::string t = ValueText(v);
+    VRange r;
+    if (c.op == "$gt" || c.op == "$gte") {
+      r.lo = c.op == "$gt" ? PrefixSuccessor(e) : e;
+      r.hi = std::string(1, static_cast<char>(type_byte + 1));
+      r.lo_text = (c.op == "$gt" ? "(" : "[") + t;
+      r.hi_text = std::string(TypeEndText(type_byte)) + "]";
+    } else {
+      r.lo = std::string(1, static_cast<char>(type_byte));
+      r.hi = c.op == "$lt" ? e : PrefixSuccessor(e);
+      r.lo_text = std::string("[") + TypeStartText(type_byte);
+      r.hi_text = t + (c.op == "$lt" ? ")" : "]");
+    }
+    if (exact) *exact = true;
+    return RangeSet{r};
+  }
+  return std::nullopt;
+}
+
+bool Less(const std::string& a, bool a_inf, const std::string& b, bool b_inf) {
+  if (a_inf) return false;
+  if (b_inf) return true;
+  return a < b;
+}
+
+RangeSet Intersect(const RangeSet& a, const RangeSet& b) {
+  RangeSet out;
+  for (const VRange& x : a) {
+    for (const VRange& y : b) {
+      VRange r;
+      const VRange& lo_from = x.lo >= y.lo ? x : y;
+      r.lo = lo_from.lo;
+      r.lo_text = lo_from.lo_text;
+      const VRange& hi_from = Less(x.hi, x.hi_inf, y.hi, y.hi_inf) ? x : y;
+      r.hi = hi_from.hi;
+      r.hi_inf = hi_from.hi_inf;
+      r.hi_text = hi_from.hi_text;
+      if (!r.hi_inf && r.lo >= r.hi) continue;
+      r.point = (x.point && x.lo == r.lo && !r.hi_inf && x.hi == r.hi) ||
+                (y.point && y.lo == r.lo && !r.hi_inf && y.hi == r.hi);
+      out.push_back(std::move(r));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const VRange& p, const VRange& q) { return p.lo < q.lo; });
+  return out;
+}
+
+// True when every range of `inner` lies inside some range of `outer`.
+bool Contains(const RangeSet& outer, const RangeSet& inner) {
+  for (const VRange& r : inner) {
+    bool inside = false;
+    for (const VRange& o : outer) {
+      if (o.lo <= r.lo && !Less(o.hi, o.hi_inf, r.hi, r.hi_inf)) {
+        inside = true;
+        break;
+      }
+    }
+    if (!inside) return false;
+  }
+  return true;
+}
+
+bool MayHoldNull(const RangeSet& set) { return !Intersect(set, RangeSet{NullRange()}).empty(); }
+
+void AddClauses(bson_iter_t* element, Predicates* out, int depth);
+
+void AddDocument(const bson_t* doc, Predicates* out, int depth) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return;
+  while (bson_iter_next(&it)) AddClauses(&it, out, depth);
+}
+
+void AddClauses(bson_iter_t* element, Predicates* out, int depth) {
+  const char* key = bson_iter_key(element);
+  if (std::strcmp(key, "$and") == 0) {
+    if (depth > 20 || !BSON_ITER_HOLDS_ARRAY(element)) return;
+    bson_iter_t elems;
+    bson_iter_recurse(element, &elems);
+    while (bson_iter_next(&elems)) {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&elems)) continue;
+      uint32_t len;
+      const uint8_t* data;
+      bson_iter_document(&elems, &len, &data);
+      bson_t sub;
+      if (bson_init_static(&sub, data, len)) AddDocument(&sub, out, depth + 1);
+    }
+    return;
+  }
+  out->elements.push_back(*element);
+  if (std::strcmp(key, "$or") == 0) {
+    if (BSON_ITER_HOLDS_ARRAY(element)) {
+      out->or_iter = *element;
+      ++out->or_count;
+    }
+    return;
+  }
+  if (key[0] == '$') return;  // $nor, $expr, $where, ...: no bounds
+  std::vector<Clause>& clauses = out->by_path[key];
+  if (BSON_ITER_HOLDS_DOCUMENT(element)) {
+    bson_iter_t ops;
+    bson_iter_recurse(element, &ops);
+    if (bson_iter_next(&ops) && bson_iter_key(&ops)[0] == '$') {
+      do {
+        Clause c;
+        c.op = bson_iter_key(&ops);
+        c.value = *bson_iter_value(&ops);
+        c.element = *element;
+        clauses.push_back(c);
+      } while (bson_iter_next(&ops));
+      return;
+    }
+  }
+  Clause c;
+  c.op = "$eq";
+  c.value = *bson_iter_value(element);
+  c.element = *element;
+  clauses.push_back(c);
+}
+
+// The bounds of a path from its clauses; nullopt when unbounded.
+std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool multikey) {
+  std::optional<RangeSet> set;
+  for (const Clause& c : clauses) {
+    std::optional<RangeSet> r = ClauseRanges(c, nullptr);
+    if (!r) continue;
+    if (!set) {
+      set = std::move(r);
+      if (multikey) break;
+    } else {
+      set = Intersect(*set, *r);
+    }
+  }
+  return set;
+}
+
+bool SameElement(const bson_iter_t& a, const bson_iter_t& b) {
+  if (std::strcmp(bson_iter_key(&a), bson_iter_key(&b)) != 0) return false;
+  return CompareValues(*bson_iter_value(const_cast<bson_iter_t*>(&a)),
+                       *bson_iter_value(const_cast<bson_iter_t*>(&b))) == 0 &&
+         bson_iter_type(&a) == bson_iter_type(&b);
+}
+
+// True when every document the filter matches satisfies the partial filter.
+bool Implies(const Predicates& filter, const bson_t* partial) {
+  Predicates p;
+  AddDocument(partial, &p, 0);
+  for (const bson_iter_t& pe : p.elements) {
+    bool found = false;
+    for (const bson_iter_t& fe : filter.elements) {
+      if (SameElement(fe, pe)) {
+        found = true;
+        break;
+      }
+    }
+    if (found) continue;
+    const char* key = bson_iter_key(&pe);
+    if (key[0] == '$') return false;  // a $or not in the filter as such
+    // Each clause of the element must follow from one clause of the filter.
+    std::vector<Clause> partial_clauses;
+    {
+      Predicates one;
+      bson_iter_t copy = pe;
+      AddClauses(&copy, &one, 0);
+      partial_clauses = one.by_path[key];
+    }
+    auto fit = filter.by_path.find(key);
+    if (fit == filter.by_path.end()) return false;
+    for (const Clause& pc : partial_clauses) {
+      bool implied = false;
+      if (pc.op == "$exists") {
+        // $exists: true holds when a filter clause excludes missing (null) values.
+        for (const Clause& fc : fit->second) {
+          std::optional<RangeSet> fr = ClauseRanges(fc, nullptr);
+          if (fr && !MayHoldNull(*fr)) implied = true;
+        }
+      } else {
+        bool exact = false;
+        std::optional<RangeSet> pr = ClauseRanges(pc, &exact);
+        if (pr && exact) {
+          for (const Clause& fc : fit->second) {
+            std::optional<RangeSet> fr = ClauseRanges(fc, nullptr);
+            if (fr && Contains(*pr, *fr)) implied = true;
+          }
+        }
+      }
+      if (!implied) return false;
+    }
+  }
+  return true;
+}
+
+struct SortField {
+  std::string path;
+  bool descending;
+};
+
+bool ParseSort(const bson_t* sort, std::vector<SortField>* out) {
+  if (sort == nullptr) return true;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, sort)) return false;
+  while (bson_iter_next(&it)) {
+    if (!BSON_ITER_HOLDS_NUMBER(&it)) return false;  // {$meta: ...}
+    out->push_back(SortField{bson_iter_key(&it), bson_iter_as_double(&it) < 0});
+  }
+  return true;
+}
+
+std::string Inverted(std::string s) {
+  for (char& c : s) c = static_cast<char>(~static_cast<uint8_t>(c));
+  return s;
+}
+
+// Builds the scan of `index` from the path bounds.
+IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::vector<SortField>& sort,
+                    const IndexSpec& index) {
+  IndexScan scan;
+  scan.index = &index;
+  const std::string prefix = IndexPrefix(collection_id, index.id);
+  std::vector<std::optional<RangeSet>> sets;
+  for (const IndexField& f : index.fields) {
+    auto it = preds.by_path.find(f.path);
+    sets.push_back(it == preds.by_path.end() ? std::nullopt : PathRanges(it->second, index.multikey));
+  }
+  // Explain's bounds.
+  bson_t bounds = BSON_INITIALIZER;
+  for (size_t i = 0; i < index.fields.size(); ++i) {
+    bson_t arr;
+    bson_append_array_begin(&bounds, index.fields[i].path.c_str(), -1, &arr);
+    RangeSet shown = sets[i] ? *sets[i] : RangeSet{Everything()};
+    for (size_t k = 0; k < shown.size(); ++k) {
+      std::string text = shown[k].lo_text + ", " + shown[k].hi_text;
+      BSON_APPEND_UTF8(&arr, std::to_string(k).c_str(), text.c_str());
+    }
+    bson_append_array_end(&bounds, &arr);
+    if (sets[i]) ++scan.bounded_fields;
+  }
+  scan.leading_bounded = !sets.empty() && sets[0].has_value();
+  scan.bounds = Document::Adopt(bson_copy(&bounds));
+  bson_destroy(&bounds);
+
+  std::vector<std::string> prefixes{prefix};
+  std::vector<KeyRange> ranges;
+  bool ranged = false;
+  size_t single_points = 0;  // leading fields bounded to one point
+  bool counting_points = true;
+  for (size_t i = 0; i < index.fields.size() && !ranged; ++i) {
+    if (!sets[i]) break;
+    const RangeSet& set = *sets[i];
+    const bool desc = index.fields[i].descending;
+    bool all_points = std::all_of(set.begin(), set.end(), [](const VRange& r) { return r.point; });
+    if (all_points && prefixes.size() * set.size() <= 1000) {
+      if (counting_points && set.size() == 1) {
+        ++single_points;
+      } else {
+        counting_points = false;
+      }
+      std::vector<std::string> next;
+      for (const std::string& p : prefixes) {
+        for (const VRange& r : set) next.push_back(p + (desc ? Inverted(r.lo) : r.lo));
+      }
+      prefixes = std::move(next);
+      continue;
+    }
+    counting_points = false;
+    ranged = true;
+    for (const std::string& p : prefixes) {
+      for (const VRange& r : set) {
+        KeyRange k;
+        if (!desc) {
+          k.start = p + r.lo;
+          k.end = r.hi_inf ? PrefixSuccessor(p) : p + r.hi;
+        } else {
+          k.start = r.hi_inf ? p : p + PrefixSuccessor(Inverted(r.hi));
+          k.end = r.lo.empty() ? PrefixSuccessor(p) : p + PrefixSuccessor(Inverted(r.lo));
+        }
+        if (k.start < k.end) ranges.push_back(std::move(k));
+      }
+    }
+  }
+  if (!ranged) {
+    for (const std::string& p : prefixes) ranges.push_back(KeyRange{p, PrefixSuccessor(p)});
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const KeyRange& a, const KeyRange& b) { return a.start < b.start; });
+  for (KeyRange& r : ranges) {
+    if (!scan.ranges.empty() && r.start <= scan.ranges.back().end) {
+      if (r.end > scan.ranges.back().end) scan.ranges.back().end = r.end;
+      continue;
+    }
+    scan.ranges.push_back(std::move(r));
+  }
+
+  // The sort: index fields [j, j + n) with j within the single-point run.
+  if (!sort.empty() && !index.multikey) {
+    for (size_t j = 0; j <= single_points && j + sort.size() <= index.fields.size(); ++j) {
+      bool forward = true, backward = true;
+      for (size_t s = 0; s < sort.size(); ++s) {
+        const IndexField& f = index.fields[j + s];
+        if (f.path != sort[s].path) {
+          forward = backward = false;
+          break;
+        }
+        if (f.descending != sort[s].descending) forward = false;
+        if (f.descending == sort[s].descending) backward = false;
+      }
+      if (forward || backward) {
+        // A $in (several points) before the sort fields breaks the order.
+        bool points_only_before = true;
+        for (size_t b = 0; b < j; ++b) {
+          if (!sets[b] || sets[b]->size() != 1 || !(*sets[b])[0].point) points_only_before = false;
+        }
+        if (!points_only_before) continue;
+        scan.provides_sort = true;
+        scan.reverse = backward;
+        break;
+      }
+    }
+  }
+  return scan;
+}
+
+// Whether `index` may answer a query with these predicates at all.
+bool Usable(const IndexScan& scan, const Predicates& preds) {
+  const IndexSpec& index = *scan.index;
+  if (!index.ready) return false;
+  if (index.sparse) {
+    bool excludes_missing = false;
+    for (const IndexField& f : index.fields) {
+      auto it = preds.by_path.find(f.path);
+      if (it == preds.by_path.end()) continue;
+      std::optional<RangeSet> set = PathRanges(it->second, false);
+      if (set && !MayHoldNull(*set)) excludes_missing = true;
+    }
+    if (!excludes_missing) return false;
+  }
+  if (index.has_partial_filter() && !Implies(preds, index.partial_filter.bson())) return false;
+  return true;
+}
+
+std::vector<IndexScan> Candidates(uint32_t collection_id, const Predicates& preds, const std::vector<SortField>& sort,
+                                  const std::vector<const IndexSpec*>& indexes) {
+  std::vector<IndexScan> out;
+  for (const IndexSpec* index : indexes) {
+    if (!index->ready) continue;
+    IndexScan scan = BuildScan(collection_id, preds, sort, *index);
+    if (!scan.leading_bounded && !scan.provides_sort) continue;
+    // A sort-only scan must cover every document: every one has a key.
+    if (!Usable(scan, preds)) continue;
+    out.push_back(std::move(scan));
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<Hint> ParseHint(const bson_value_t& v) {
+  Hint hint;
+  if (v.value_type == BSON_TYPE_UTF8) {
+    hint.name.assign(v.value.v_utf8.str, v.value.v_utf8.len);
+    return hint;
+  }
+  if (v.value_type == BSON_TYPE_DOCUMENT) {
+    StatusOr<Document> d = Document::FromBytes(v.value.v_doc.data, v.value.v_doc.data_len);
+    if (!d.ok()) return d.status();
+    bson_iter_t it;
+    if (bson_iter_init(&it, d->bson()) && bson_iter_next(&it) && std::strcmp(bson_iter_key(&it), "$natural") == 0) {
+      hint.natural = true;
+      return hint;
+    }
+    hint.key = std::move(*d);
+    return hint;
+  }
+  return Status(ErrorCode::kBadValue, "hint must be a string or an object");
+}
+
+StatusOr<const IndexSpec*> ResolveHint(const Hint& hint, const std::vector<const IndexSpec*>& indexes) {
+  for (const IndexSpec* index : indexes) {
+    if (!index->ready) continue;
+    if (!hint.name.empty() ? index->name == hint.name
+                           : CompareDocuments(index->key.bson(), hint.key.bson()) == 0) {
+      return index;
+    }
+  }
+  bool id_index = hint.name == kIdIndexName;
+  if (!hint.key.empty()) {
+    bson_iter_t it;
+    id_index = bson_iter_init(&it, hint.key.bson()) && bson_iter_next(&it) &&
+               std::strcmp(bson_iter_key(&it), "_id") == 0 && !bson_iter_next(&it);
+  }
+  if (id_index) return static_cast<const IndexSpec*>(nullptr);  // the _id order: a collection scan
+  return Status(ErrorCode::kBadValue,
+                "error processing query: planner returned error :: caused by :: hint provided does not "
+                "correspond to an existing index");
+}
+
+PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bson_t* sort,
+                         const std::vector<const IndexSpec*>& indexes) {
+  PlanCandidates out;
+  if (indexes.empty()) return out;
+  Predicates preds;
+  AddDocument(filter, &preds, 0);
+  std::vector<SortField> sort_fields;
+  if (!ParseSort(sort, &sort_fields)) sort_fields.clear();
+  out.single = Candidates(collection_id, preds, sort_fields, indexes);
+
+  if (preds.or_count == 1) {
+    bson_iter_t branches;
+    bson_iter_recurse(&preds.or_iter, &branches);
+    std::vector<std::vector<IndexScan>> per_branch;
+    while (bson_iter_next(&branches)) {
+      if (!BSON_ITER_HOLDS_DOCUMENT(&branches)) return out;
+      uint32_t len;
+      const uint8_t* data;
+      bson_iter_document(&branches, &len, &data);
+      bson_t branch;
+      if (!bson_init_static(&branch, data, len)) return out;
+      // The branch's own predicates and those ANDed beside the $or.
+      Predicates bp;
+      AddDocument(&branch, &bp, 0);
+      for (const bson_iter_t& e : preds.elements) {
+        if (std::strcmp(bson_iter_key(&e), "$or") == 0) continue;
+        bson_iter_t copy = e;
+        AddClauses(&copy, &bp, 0);
+      }
+      std::vector<IndexScan> scans = Candidates(collection_id, bp, {}, indexes);
+      if (scans.empty()) return out;  // one branch needs a collection scan: so does the $or
+      for (IndexScan& s : scans) s.provides_sort = false;
+      per_branch.push_back(std::move(scans));
+    }
+    if (!per_branch.empty()) out.or_branches = std::move(per_branch);
+  }
+  return out;
+}
+
+IndexScan ScanForIndex(uint32_t collection_id, const bson_t* filter, const bson_t* sort, const IndexSpec& index) {
+  Predicates preds;
+  AddDocument(filter, &preds, 0);
+  std::vector<SortField> sort_fields;
+  if (!ParseSort(sort, &sort_fields)) sort_fields.clear();
+  return BuildScan(collection_id, preds, sort_fields, index);
+}
+
+}  // namespace index
+}  // namespace gatedb

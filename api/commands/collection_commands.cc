@@ -26,6 +26,11 @@ void AppendCollectionInfo(const CollectionInfo& info, bool name_only, bson_t* ou
   BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
   if (info.options.max_basis_age_ms) BSON_APPEND_INT64(&opts, "maxBasisAgeMs", *info.options.max_basis_age_ms);
   AppendConflictPolicy(info.options.conflict_policy, &opts, "conflictPolicy");
+  if (!info.options.validator.empty()) {
+    BSON_APPEND_DOCUMENT(&opts, "validator", info.options.validator.bson());
+    BSON_APPEND_UTF8(&opts, "validationLevel", info.options.validation_level.c_str());
+    BSON_APPEND_UTF8(&opts, "validationAction", info.options.validation_action.c_str());
+  }
   bson_append_document_end(out, &opts);
   BSON_APPEND_DOCUMENT_BEGIN(out, "info", &inf);
   BSON_APPEND_BOOL(&inf, "readOnly", false);
@@ -86,8 +91,13 @@ Status CreateCommand(CommandContext& ctx, bson_t* reply) {
       RETURN_IF_ERROR(ReadDocument(&it, "create.conflictPolicy", &copy));
       RETURN_IF_ERROR(ParseConflictPolicy(copy.bson(), &options.conflict_policy));
       (void)spec;
-    } else if (key == "capped" || key == "size" || key == "max" || key == "validator" ||
-               key == "validationLevel" || key == "validationAction" || key == "timeseries" ||
+    } else if (key == "validator") {
+      RETURN_IF_ERROR(ReadDocument(&it, "create.validator", &options.validator));
+    } else if (key == "validationLevel") {
+      RETURN_IF_ERROR(ReadString(&it, "create.validationLevel", &options.validation_level));
+    } else if (key == "validationAction") {
+      RETURN_IF_ERROR(ReadString(&it, "create.validationAction", &options.validation_action));
+    } else if (key == "capped" || key == "size" || key == "max" || key == "timeseries" ||
                key == "clusteredIndex" || key == "viewOn" || key == "pipeline" ||
                key == "changeStreamPreAndPostImages" || key == "storageEngine" || key == "indexOptionDefaults" ||
                key == "expireAfterSeconds" || key == "collation") {
@@ -209,6 +219,12 @@ Status CollModCommand(CommandContext& ctx, bson_t* reply) {
         RETURN_IF_ERROR(ReadInt64(&it, "collMod.maxBasisAgeMs", &ms));
         options.max_basis_age_ms = ms;
       }
+    } else if (key == "validator") {
+      RETURN_IF_ERROR(ReadDocument(&it, "collMod.validator", &options.validator));
+    } else if (key == "validationLevel") {
+      RETURN_IF_ERROR(ReadString(&it, "collMod.validationLevel", &options.validation_level));
+    } else if (key == "validationAction") {
+      RETURN_IF_ERROR(ReadString(&it, "collMod.validationAction", &options.validation_action));
     } else {
       return UnknownField("collMod", key);
     }

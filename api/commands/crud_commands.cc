@@ -38,6 +38,11 @@ std::string Ctx(const CommandContext& ctx, std::string_view field) {
 }
 
 Status ReadWriteConcern(const CommandContext& ctx, WriteOptionsInternal* w) {
+  // bypassDocumentValidation is a generic field: read it with the write concern.
+  bson_iter_t bypass;
+  if (bson_iter_init_find(&bypass, ctx.cmd, "bypassDocumentValidation")) {
+    RETURN_IF_ERROR(ReadBool(&bypass, Ctx(ctx, "bypassDocumentValidation"), &w->bypass_document_validation));
+  }
   bson_iter_t it, j;
   if (bson_iter_init_find(&it, ctx.cmd, "writeConcern") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
       bson_iter_recurse(&it, &j) && bson_iter_find(&j, "j")) {

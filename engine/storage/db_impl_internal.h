@@ -30,6 +30,20 @@ struct IndexCatalog {
   std::vector<std::shared_ptr<const IndexEntry>> entries;
 };
 
+// Checks `opts`' validation settings and compiles its validator into
+// opts->compiled.  BadValue for an unknown level or action; a bad validator
+// gives schema::Validator::Parse's error.
+Status CompileValidator(CollectionOptions* opts);
+
+// MongoDB's document validation of a write's new document (`old_doc`: the
+// document it replaces, null for an insert): skipped when the collection
+// has no validator, validationLevel is off, the write bypasses validation,
+// or the level is moderate and the old document was already invalid; a
+// failure is DocumentValidationFailure (121) with errInfo.details unless
+// validationAction is warn.
+Status CheckValidation(const CollectionOptions& opts, const bson_t* old_doc, const bson_t* doc,
+                       const WriteOptionsInternal& w);
+
 // What a query plan did, for explain.
 struct DBImpl::PlanStats {
   Document plan;                 // the winning plan's stage tree (below SORT/SKIP/LIMIT)

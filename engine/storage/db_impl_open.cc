@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/keys/key_codec.h"
+#include "engine/schema/validator.h"
 #include "engine/util/coding.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
@@ -47,6 +48,9 @@ std::string EncodeCollectionInfo(const CollectionInfo& info) {
   BSON_APPEND_UTF8(&opts, "versionField", info.options.version_field.c_str());
   if (info.options.max_basis_age_ms) BSON_APPEND_INT64(&opts, "maxBasisAgeMs", *info.options.max_basis_age_ms);
   AppendConflictPolicy(info.options.conflict_policy, &opts, "conflictPolicy");
+  if (!info.options.validator.empty()) BSON_APPEND_DOCUMENT(&opts, "validator", info.options.validator.bson());
+  BSON_APPEND_UTF8(&opts, "validationLevel", info.options.validation_level.c_str());
+  BSON_APPEND_UTF8(&opts, "validationAction", info.options.validation_action.c_str());
   bson_append_document_end(&b, &opts);
   std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
   bson_destroy(&b);
@@ -79,13 +83,47 @@ Status DecodeCollectionInfo(const rocksdb::Slice& bytes, CollectionInfo* info) {
     bson_t p;
     if (bson_init_static(&p, data, len)) RETURN_IF_ERROR(ParseConflictPolicy(&p, &info->options.conflict_policy));
   }
+  if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.validator", &f) &&
+      BSON_ITER_HOLDS_DOCUMENT(&f)) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&f, &len, &data);
+    StatusOr<Document> v = Document::FromBytes(data, len);
+    if (!v.ok()) return Status(ErrorCode::kDataCorruptionDetected, "bad validator in the catalog");
+    info->options.validator = std::move(*v);
+  }
+  if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.validationLevel", &f) &&
+      BSON_ITER_HOLDS_UTF8(&f)) {
+    info->options.validation_level = bson_iter_utf8(&f, nullptr);
+  }
+  if (bson_iter_init(&it, &b) && bson_iter_find_descendant(&it, "options.validationAction", &f) &&
+      BSON_ITER_HOLDS_UTF8(&f)) {
+    info->options.validation_action = bson_iter_utf8(&f, nullptr);
+  }
   if (info->id == 0 || info->ns.coll.empty()) {
     return Status(ErrorCode::kDataCorruptionDetected, "incomplete catalog entry");
   }
+  RETURN_IF_ERROR(CompileValidator(&info->options));
   return Status::OK();
 }
 
 }  // namespace
+
+Status CompileValidator(CollectionOptions* o) {
+  if (o->validation_level != "strict" && o->validation_level != "moderate" && o->validation_level != "off") {
+    return Status(ErrorCode::kBadValue, "Enumeration value '" + o->validation_level +
+                                            "' for field 'validationLevel' is not a valid value.");
+  }
+  if (o->validation_action != "error" && o->validation_action != "warn") {
+    return Status(ErrorCode::kBadValue, "Enumeration value '" + o->validation_action +
+                                            "' for field 'validationAction' is not a valid value.");
+  }
+  o->compiled.reset();
+  if (o->validator.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(std::unique_ptr<schema::Validator> v, schema::Validator::Parse(o->validator.bson()));
+  o->compiled = std::move(v);
+  return Status::OK();
+}
 
 Status ValidateNamespace(const Namespace& ns) {
   if (!ValidDbName(ns.db)) {
@@ -272,8 +310,10 @@ Status DBImpl::CreateCollectionLocked(const Namespace& ns, const CollectionOptio
   return Status::OK();
 }
 
-Status DBImpl::CreateCollection(const Namespace& ns, const CollectionOptions& options) {
+Status DBImpl::CreateCollection(const Namespace& ns, const CollectionOptions& given) {
   RETURN_IF_ERROR(ValidateNamespace(ns));
+  CollectionOptions options = given;
+  RETURN_IF_ERROR(CompileValidator(&options));
   if (options.version_field.empty() || options.version_field[0] == '$' ||
       options.version_field.find('.') != std::string::npos || options.version_field == "_id" ||
       options.version_field.find('\0') != std::string::npos) {
@@ -367,7 +407,9 @@ StatusOr<CollectionInfo> DBImpl::GetCollectionInfo(const Namespace& ns) const {
   return info;
 }
 
-Status DBImpl::ModifyCollection(const Namespace& ns, const CollectionOptions& options) {
+Status DBImpl::ModifyCollection(const Namespace& ns, const CollectionOptions& given) {
+  CollectionOptions options = given;
+  RETURN_IF_ERROR(CompileValidator(&options));
   WriterLock lock(&catalog_mu_);
   auto it = collections_.find(ns.full());
   if (it == collections_.end()) return Status(ErrorCode::kNamespaceNotFound, "ns not found: " + ns.full());

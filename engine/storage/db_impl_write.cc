@@ -9,6 +9,7 @@
 #include "engine/document/diff.h"
 #include "engine/document/validate.h"
 #include "engine/index/planner.h"
+#include "engine/schema/validator.h"
 #include "engine/keys/key_codec.h"
 #include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
@@ -41,6 +42,21 @@ Status DuplicateKeyError(const Namespace& ns, const bson_value_t& id) {
                     v.ToJson() + " }",
                 std::make_shared<const Document>(Document::Adopt(ei)));
 }
+
+}  // namespace
+
+Status CheckValidation(const CollectionOptions& opts, const bson_t* old_doc, const bson_t* doc,
+                       const WriteOptionsInternal& w) {
+  if (!opts.compiled || w.bypass_document_validation || opts.validation_level == "off") return Status::OK();
+  if (opts.validation_level == "moderate" && old_doc != nullptr && !opts.compiled->Validate(old_doc, nullptr)) {
+    return Status::OK();  // moderate: documents already invalid may stay so
+  }
+  Status s = opts.compiled->Check(doc);
+  if (!s.ok() && opts.validation_action == "warn") return Status::OK();
+  return s;
+}
+
+namespace {
 
 // Validates a document for insertion and gives it its _id (first) and the
 // version field at `version`.
@@ -459,6 +475,8 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           s = FromRocks(rs);
         } else if (!(s = CheckLease(txn, key, w.context)).ok()) {
           // leased by someone else
+        } else if (!(s = CheckValidation(*opts, nullptr, doc.bson(), w)).ok()) {
+          // refused by the collection's validator
         } else if (!(s = UpdateIndexes(*coll, txn, key, nullptr, doc.bson(), nullptr)).ok()) {
           // a unique index holds the key, or the document cannot be indexed
         } else {
@@ -597,6 +615,7 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   EncodeRecord(version, &writer, applied->next.bson(), &record, &table);
   bson_destroy(&table);
   bson_destroy(&writer);
+  RETURN_IF_ERROR(CheckValidation(opts, &rec.doc, applied->next.bson(), w));
   RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, applied->next.bson(), &applied->paths));
   // Untracked: GetForUpdate locked (and, in a snapshot transaction,
   // validated) the key already.
@@ -706,6 +725,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
       return DuplicateKeyError(coll.info.ns, id);
     }
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
+    RETURN_IF_ERROR(CheckValidation(*opts, nullptr, doc.bson(), w));
     RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, nullptr, doc.bson(), nullptr));
     std::string record;
     EncodeRecord(0, writer.bson(), doc.bson(), &record);

@@ -51,9 +51,20 @@ struct ConflictPolicy {
 Status ParseConflictPolicy(const bson_t* spec, ConflictPolicy* out);
 void AppendConflictPolicy(const ConflictPolicy& policy, bson_t* out, const char* key);
 
+namespace schema {
+class Validator;
+}
+
 struct CollectionOptions {
   // The store-owned version field.  Default: "version".
   std::string version_field = "version";
+  // MongoDB's document validation: `validator` (query operators and
+  // $jsonSchema), validationLevel strict | moderate | off, validationAction
+  // error | warn.  `compiled` is set by DBImpl from `validator`.
+  Document validator;
+  std::string validation_level = "strict";
+  std::string validation_action = "error";
+  std::shared_ptr<const schema::Validator> compiled;
   ConflictPolicy conflict_policy;
   // Gated writes whose basis was read longer ago are StaleBasis.
   std::optional<int64_t> max_basis_age_ms;
@@ -82,6 +93,7 @@ using ScopePtr = std::unique_ptr<WriteScope, WriteScopeDeleter>;
 
 struct WriteOptionsInternal {
   bool sync = false;  // j: true
+  bool bypass_document_validation = false;
   // Who writes and why.  With task_id and write_seq (and no scope) the
   // write is keyed: it runs once, and a retry gets the stored result with
   // `replayed` set (engine/storage/idempotency.h).

@@ -175,6 +175,7 @@ class DBImpl {
   int64_t NowMs() const;
 
  private:
+  friend struct WriteScope;  // names the collections it wrote
   struct Collection;  // catalog entry plus its drop lock
   struct WriteOutcome;
 
@@ -326,13 +327,20 @@ class DBImpl {
   // `changed` (an update's changed paths), indexes that watch none of them
   // are skipped.
   Status UpdateIndexes(const Collection& coll, Txn& txn, std::string_view doc_key, const bson_t* old_doc,
-                       const bson_t* new_doc, const std::vector<std::string>* changed);
+                       const bson_t* new_doc, const std::vector<std::string>* changed,
+                       const WriteOptionsInternal& w);
+  // At a scope's commit: the entries its documents need in indexes
+  // registered after it wrote them.
+  Status CatchUpIndexes(WriteScope* scope);
+  // Index entries `doc` (null: none) gives the index `e`, staged in txn.
+  Status AddIndexEntries(const Collection& coll, const IndexEntry& e, Txn& txn, std::string_view doc_key,
+                         const bson_t* doc);
   Status LoadIndexes();
   Status BuildIndex(const Collection& coll, const std::shared_ptr<const IndexEntry>& entry,
                     const std::function<void(uint64_t)>& progress);
   Status RemoveIndexes(Collection& coll, const std::vector<std::string>& names);
   Status DeleteIndexRange(const std::string& prefix);
-  Status MarkMultikey(Collection& coll, Txn& txn, const std::string& name);
+  Status MarkMultikey(Collection& coll, const std::string& name);
   // The plan a read or a write's candidate search runs (db_impl_plan.cc).
   struct PlanStats;
   using CandidateFn = std::function<bool(std::string_view key, const RecordView& rec)>;

@@ -174,7 +174,7 @@ Status DBImpl::DeleteIndexRange(const std::string& prefix) {
   return Status::OK();
 }
 
-Status DBImpl::MarkMultikey(Collection& coll, Txn& txn, const std::string& name) {
+Status DBImpl::MarkMultikey(Collection& coll, const std::string& name) {
   MutexLock lock(&coll.index_mu);
   std::shared_ptr<const IndexCatalog> cur = coll.indexes();
   auto next = std::make_shared<IndexCatalog>(*cur);
@@ -182,9 +182,13 @@ Status DBImpl::MarkMultikey(Collection& coll, Txn& txn, const std::string& name)
     if (e->spec.name != name || e->spec.multikey) continue;
     index::IndexSpec spec = e->spec;
     spec.multikey = true;
-    // The planner must not see it single-valued once this commits: publish
-    // first (conservative if the write then fails).
-    RETURN_IF_ERROR(FromRocks(txn->Put(catalog_cf_, IndexCatalogKey(coll.info.id, name), index::EncodeIndexSpec(spec))));
+    // Written at once, outside the writer's transaction: the flag only ever
+    // turns on, and a flag set by a write that then aborts is merely
+    // conservative.  It precedes the write in RocksDB's log, so a recovered
+    // write always finds it.  The planner sees it before the write commits.
+    RETURN_IF_ERROR(
+        FromRocks(db_->Put(rocksdb::WriteOptions(), catalog_cf_, IndexCatalogKey(coll.info.id, name),
+                           index::EncodeIndexSpec(spec))));
     ASSIGN_OR_RETURN(e, MakeEntry(std::move(spec)));
     coll.set_indexes(std::move(next));
     return Status::OK();
@@ -192,9 +196,70 @@ Status DBImpl::MarkMultikey(Collection& coll, Txn& txn, const std::string& name)
   return Status::OK();
 }
 
+Status DBImpl::AddIndexEntries(const Collection& coll, const IndexEntry& e, Txn& txn, std::string_view doc_key,
+                               const bson_t* doc) {
+  if (e.partial && !e.partial->Matches(doc)) return Status::OK();
+  std::vector<index::IndexKey> keys_out;
+  bool multikey = false;
+  RETURN_IF_ERROR(index::GenerateKeys(e.spec, doc, &keys_out, &multikey));
+  const std::string idenc(doc_key.substr(keys::kCollectionIdSize));
+  const std::string prefix = index::IndexPrefix(coll.info.id, e.spec.id);
+  for (const index::IndexKey& k : keys_out) {
+    std::string key = prefix + k.body;
+    if (e.spec.unique) {
+      std::string holder;
+      bool taken = false;
+      RETURN_IF_ERROR(txn.GetForUpdate(index_cf_, key, &holder, &taken));
+      if (taken && holder != idenc) return IndexDuplicateKey(coll.info.ns, e.spec, k);
+    }
+  }
+  for (const index::IndexKey& k : keys_out) {
+    std::string key = prefix + k.body;
+    if (e.spec.unique) {
+      RETURN_IF_ERROR(FromRocks(txn->Put(index_cf_, key, idenc)));
+    } else {
+      RETURN_IF_ERROR(FromRocks(txn->PutUntracked(index_cf_, key + idenc, idenc)));
+    }
+  }
+  if (multikey && !e.spec.multikey) RETURN_IF_ERROR(MarkMultikey(const_cast<Collection&>(coll), e.spec.name));
+  return Status::OK();
+}
+
+Status DBImpl::CatchUpIndexes(WriteScope* scope) {
+  if (scope->indexed_writes.empty()) return Status::OK();
+  // The last write of each document decides: it maintained the indexes it saw.
+  std::map<std::string, const WriteScope::IndexedWrite*> last;
+  for (const auto& w : scope->indexed_writes) last[w.doc_key] = &w;
+  for (const auto& [doc_key, w] : last) {
+    std::shared_ptr<const IndexCatalog> cur = w->coll->indexes();
+    if (cur == w->seen) continue;
+    std::optional<RecordView> rec;
+    std::string value;
+    for (const auto& e : cur->entries) {
+      bool seen = std::any_of(w->seen->entries.begin(), w->seen->entries.end(),
+                              [&](const auto& s) { return s->spec.id == e->spec.id; });
+      if (seen) continue;
+      if (!rec) {
+        rocksdb::Status rs = scope->txn->Get(rocksdb::ReadOptions(), docs_cf_, doc_key, &value);
+        if (rs.IsNotFound()) break;  // deleted by the scope: no entries
+        RETURN_IF_ERROR(FromRocks(rs));
+        rec.emplace();
+        RETURN_IF_ERROR(DecodeRecord(value, &*rec));
+      }
+      RETURN_IF_ERROR(AddIndexEntries(*w->coll, *e, scope->txn, doc_key, &rec->doc));
+    }
+  }
+  return Status::OK();
+}
+
 Status DBImpl::UpdateIndexes(const Collection& coll, Txn& txn, std::string_view doc_key, const bson_t* old_doc,
-                             const bson_t* new_doc, const std::vector<std::string>* changed) {
+                             const bson_t* new_doc, const std::vector<std::string>* changed,
+                             const WriteOptionsInternal& w) {
   std::shared_ptr<const IndexCatalog> cat = coll.indexes();
+  if (w.scope != nullptr) {
+    w.scope->indexed_writes.push_back(
+        WriteScope::IndexedWrite{const_cast<Collection&>(coll).shared_from_this(), std::string(doc_key), cat});
+  }
   if (cat->entries.empty()) return Status::OK();
   const std::string idenc(doc_key.substr(keys::kCollectionIdSize));
   const std::string& vf = coll.opts()->version_field;
@@ -256,7 +321,7 @@ Status DBImpl::UpdateIndexes(const Collection& coll, Txn& txn, std::string_view 
     RETURN_IF_ERROR(FromRocks(rs));
   }
   for (const std::string& name : now_multikey) {
-    RETURN_IF_ERROR(MarkMultikey(const_cast<Collection&>(coll), txn, name));
+    RETURN_IF_ERROR(MarkMultikey(const_cast<Collection&>(coll), name));
   }
   return Status::OK();
 }
@@ -379,7 +444,7 @@ StatusOr<CreateIndexesResult> DBImpl::CreateIndexes(const Namespace& ns, const s
     (void)removed;
     return built;
   }
-  {
+  Status flipped = [&]() -> Status {
     MutexLock lock(&coll->index_mu);
     auto next = std::make_shared<IndexCatalog>(*coll->indexes());
     rocksdb::WriteBatch batch;
@@ -395,6 +460,12 @@ StatusOr<CreateIndexesResult> DBImpl::CreateIndexes(const Namespace& ns, const s
     RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch)));
     result.num_indexes_after = 1 + static_cast<int>(next->entries.size());
     coll->set_indexes(std::move(next));
+    return Status::OK();
+  }();
+  if (!flipped.ok()) {
+    Status removed = RemoveIndexes(*coll, names);
+    (void)removed;
+    return flipped;
   }
   return result;
 }
@@ -435,34 +506,7 @@ Status DBImpl::BuildIndex(const Collection& coll, const std::shared_ptr<const In
         RecordView rec;
         s = DecodeRecord(value, &rec);
         if (!s.ok()) break;
-        if (entry->partial && !entry->partial->Matches(&rec.doc)) continue;
-        std::vector<index::IndexKey> keys_out;
-        bool multikey = false;
-        s = index::GenerateKeys(entry->spec, &rec.doc, &keys_out, &multikey);
-        if (!s.ok()) break;
-        if (multikey && !entry->spec.multikey) {
-          s = MarkMultikey(const_cast<Collection&>(coll), txn, entry->spec.name);
-          if (!s.ok()) break;
-        }
-        const std::string iprefix = index::IndexPrefix(coll.info.id, entry->spec.id);
-        const std::string idenc = key.substr(keys::kCollectionIdSize);
-        for (const index::IndexKey& k : keys_out) {
-          std::string ikey = iprefix + k.body;
-          if (entry->spec.unique) {
-            std::string holder;
-            bool taken = false;
-            s = txn.GetForUpdate(index_cf_, ikey, &holder, &taken);
-            if (!s.ok()) break;
-            if (taken && holder != idenc) {
-              s = IndexDuplicateKey(coll.info.ns, entry->spec, k);
-              break;
-            }
-            s = FromRocks(txn->Put(index_cf_, ikey, idenc));
-          } else {
-            s = FromRocks(txn->PutUntracked(index_cf_, ikey + idenc, idenc));
-          }
-          if (!s.ok()) break;
-        }
+        s = AddIndexEntries(coll, *entry, txn, key, &rec.doc);
         if (!s.ok()) break;
       }
       if (s.ok()) s = txn.Commit();

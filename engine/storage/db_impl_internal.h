@@ -52,7 +52,7 @@ struct DBImpl::PlanStats {
   int64_t docs_examined = 0;
 };
 
-struct DBImpl::Collection {
+struct DBImpl::Collection : std::enable_shared_from_this<DBImpl::Collection> {
   CollectionInfo info;  // ns and id are constant; info.options is as created
 
   // The secondary indexes in force; a write reads them when it stages a
@@ -183,6 +183,16 @@ struct WriteScope {
   // Set for a snapshot transaction: its id (recorded as `txn` in every
   // journal event it commits); reads then use the transaction's snapshot.
   std::string txn_id;
+  // The documents it wrote and the index catalog each write maintained: an
+  // index registered while the scope was open (its build cannot see the
+  // scope's uncommitted documents) gets their entries at commit
+  // (DBImpl::CatchUpIndexes).
+  struct IndexedWrite {
+    std::shared_ptr<DBImpl::Collection> coll;
+    std::string doc_key;
+    std::shared_ptr<const IndexCatalog> seen;
+  };
+  std::vector<IndexedWrite> indexed_writes;
 };
 
 // The refusal of any update or delete in an appendOnly collection.

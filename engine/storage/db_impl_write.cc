@@ -297,6 +297,7 @@ Status DBImpl::CommitScope(WriteScope* scope, const std::string* idem_key, const
     RETURN_IF_ERROR(
         FromRocks(scope->txn->Put(idempotency_->cf(), *idem_key, IdempotencyLog::EncodeRecord(*record))));
   }
+  RETURN_IF_ERROR(CatchUpIndexes(scope));
   return CommitWithEvents(scope->txn, &scope->events);
 }
 
@@ -477,7 +478,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           // leased by someone else
         } else if (!(s = CheckValidation(*opts, nullptr, doc.bson(), w)).ok()) {
           // refused by the collection's validator
-        } else if (!(s = UpdateIndexes(*coll, txn, key, nullptr, doc.bson(), nullptr)).ok()) {
+        } else if (!(s = UpdateIndexes(*coll, txn, key, nullptr, doc.bson(), nullptr, w)).ok()) {
           // a unique index holds the key, or the document cannot be indexed
         } else {
           EncodeRecord(0, writer.bson(), doc.bson(), &record);
@@ -616,7 +617,7 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   bson_destroy(&table);
   bson_destroy(&writer);
   RETURN_IF_ERROR(CheckValidation(opts, &rec.doc, applied->next.bson(), w));
-  RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, applied->next.bson(), &applied->paths));
+  RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, applied->next.bson(), &applied->paths, w));
   // Untracked: GetForUpdate locked (and, in a snapshot transaction,
   // validated) the key already.
   RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));
@@ -726,7 +727,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     }
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     RETURN_IF_ERROR(CheckValidation(*opts, nullptr, doc.bson(), w));
-    RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, nullptr, doc.bson(), nullptr));
+    RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, nullptr, doc.bson(), nullptr, w));
     std::string record;
     EncodeRecord(0, writer.bson(), doc.bson(), &record);
     RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
@@ -761,7 +762,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
       RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "delete"));
     }
     if (out->want_before) out->before = Document::Copy(&rec.doc);
-    RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, nullptr, nullptr));
+    RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, nullptr, nullptr, w));
     RETURN_IF_ERROR(FromRocks(txn->DeleteUntracked(docs_cf_, key)));  // locked by GetForUpdate
     bson_value_t id;
     GetId(&rec.doc, &id);

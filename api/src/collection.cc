@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "api/src/database_rep.h"
+#include "engine/index/index_spec.h"
 #include "engine/storage/doc_util.h"
 #include "engine/storage/write_events.h"
 #include "gatedb/db.h"
@@ -30,6 +31,23 @@ bool HasOperatorKey(DocumentView doc, bool* all_operators) {
 }
 
 Document CopyOrEmpty(DocumentView v) { return v.bson() ? Document::Copy(v.bson()) : Document(); }
+
+// A hint as the engine takes it: an index name, or a document (a key
+// pattern or {$natural: 1}).
+std::optional<Value> HintValue(const std::string& name, const Document& doc) {
+  bson_value_t v;
+  if (!name.empty()) {
+    v.value_type = BSON_TYPE_UTF8;
+    v.value.v_utf8.str = const_cast<char*>(name.c_str());
+    v.value.v_utf8.len = static_cast<uint32_t>(name.size());
+    return Value(v);
+  }
+  if (doc.empty()) return std::nullopt;
+  v.value_type = BSON_TYPE_DOCUMENT;
+  v.value.v_doc.data = const_cast<uint8_t*>(bson_get_data(doc.bson()));
+  v.value.v_doc.data_len = doc.bson()->len;
+  return Value(v);
+}
 
 WriteOptionsInternal Internal(const WriteOptions& w, WriteScope* scope) {
   WriteOptionsInternal o;
@@ -107,6 +125,7 @@ StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const 
     req.limit = limit;
     req.scope = scope;
     req.lock_documents = options.lock_documents;
+    req.hint = HintValue(options.hint_name, options.hint);
     ASSIGN_OR_RETURN(FindResult r, db_->rep_->db->Find(req));
     return std::move(r.docs);
   });
@@ -254,6 +273,7 @@ StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOpt
     req.skip = options.skip;
     req.limit = options.limit;
     req.scope = scope;
+    req.hint = HintValue(options.hint_name, options.hint);
     return db_->rep_->db->Count(req);
   });
 }
@@ -267,6 +287,55 @@ StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, Document
     req.scope = scope;
     return db_->rep_->db->Distinct(req);
   });
+}
+
+StatusOr<std::vector<std::string>> Collection::CreateIndexes(const std::vector<IndexModel>& indexes,
+                                                             const std::function<void(uint64_t)>& progress) {
+  std::vector<Document> specs;
+  std::vector<std::string> names;
+  for (const IndexModel& m : indexes) {
+    bson_t* spec = bson_new();
+    BSON_APPEND_DOCUMENT(spec, "key", m.keys.bson());
+    if (!m.name.empty()) BSON_APPEND_UTF8(spec, "name", m.name.c_str());
+    if (m.unique) BSON_APPEND_BOOL(spec, "unique", true);
+    if (m.sparse) BSON_APPEND_BOOL(spec, "sparse", true);
+    if (!m.partial_filter.empty()) BSON_APPEND_DOCUMENT(spec, "partialFilterExpression", m.partial_filter.bson());
+    if (m.expire_after_seconds) BSON_APPEND_INT64(spec, "expireAfterSeconds", *m.expire_after_seconds);
+    names.push_back(m.name.empty() ? index::DefaultIndexName(m.keys.bson()) : m.name);
+    specs.push_back(Document::Adopt(spec));
+  }
+  ASSIGN_OR_RETURN(CreateIndexesResult r, db_->rep_->db->CreateIndexes(Namespace{db_name_, name_}, specs, progress));
+  (void)r;
+  return names;
+}
+
+StatusOr<std::string> Collection::CreateIndex(const IndexModel& index) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, CreateIndexes({index}));
+  return names[0];
+}
+
+StatusOr<std::vector<Document>> Collection::ListIndexes() {
+  return db_->rep_->db->ListIndexes(Namespace{db_name_, name_});
+}
+
+Status Collection::DropIndex(const std::string& name) {
+  ASSIGN_OR_RETURN(int was, db_->rep_->db->DropIndexes(Namespace{db_name_, name_}, {name}, nullptr));
+  (void)was;
+  return Status::OK();
+}
+
+StatusOr<Document> Collection::Explain(DocumentView filter, const FindOptions& options, const std::string& verbosity) {
+  ExplainRequest req;
+  req.kind = ExplainRequest::Kind::kFind;
+  req.verbosity = verbosity;
+  req.ns = Namespace{db_name_, name_};
+  req.filter = CopyOrEmpty(filter);
+  req.projection = options.projection;
+  req.sort = options.sort;
+  req.skip = options.skip;
+  req.limit = options.limit;
+  req.hint = HintValue(options.hint_name, options.hint);
+  return db_->rep_->db->Explain(req);
 }
 
 StatusOr<GatedWriteResult> Collection::WriteWithVersionGate(DocumentView filter, const GatedUpdateFn& fn,

@@ -64,6 +64,20 @@ struct FindOptions {
   // With txn: lock what is read, as if written, so that a concurrent change
   // of it aborts one side (prevents write skew).  Default: false
   bool lock_documents = false;
+  // Forces an index: its name ("a_1") in hint_name, or its key pattern
+  // ({a: 1}) in hint, or {$natural: 1} for a collection scan.  Default: none
+  std::string hint_name;
+  Document hint;
+};
+
+// One index, as createIndexes takes it (MongoDB's options).
+struct IndexModel {
+  Document keys;                  // {a: 1, "b.c": -1}
+  std::string name;               // empty: MongoDB's default ("a_1_b.c_-1")
+  bool unique = false;            // Default: false
+  bool sparse = false;            // Default: false
+  Document partial_filter;        // partialFilterExpression; {} = none
+  std::optional<int64_t> expire_after_seconds;  // TTL (single-field indexes)
 };
 
 struct UpdateOptions {
@@ -83,6 +97,8 @@ struct CountOptions {
   int64_t skip = 0;   // Default: 0
   int64_t limit = 0;  // 0 = no limit.  Default: 0
   Transaction* txn = nullptr;  // Default: none
+  std::string hint_name;  // as FindOptions
+  Document hint;
 };
 
 // One failed statement of a multi-document write.
@@ -178,6 +194,27 @@ class Collection {
                                                      const FindOneAndModifyOptions& options = FindOneAndModifyOptions());
 
   StatusOr<int64_t> CountDocuments(DocumentView filter, const CountOptions& options = CountOptions());
+
+  // Secondary indexes.  CreateIndexes builds each new index over the
+  // existing documents before returning (`progress`, when set, is called
+  // with the documents indexed so far) and returns their names; an index
+  // whose definition exists already is left as it is.  Errors: MongoDB's
+  // (CannotCreateIndex, IndexOptionsConflict, IndexKeySpecsConflict,
+  // InvalidIndexSpecificationOption, DuplicateKey for a unique index over
+  // duplicates: the build then leaves nothing behind).
+  StatusOr<std::vector<std::string>> CreateIndexes(const std::vector<IndexModel>& indexes,
+                                                   const std::function<void(uint64_t)>& progress = nullptr);
+  StatusOr<std::string> CreateIndex(const IndexModel& index);
+  // listIndexes' documents ({v, key, name, ...}), _id_ first.
+  // NamespaceNotFound when the collection does not exist.
+  StatusOr<std::vector<Document>> ListIndexes();
+  // Drops an index by name ("*": every index but _id_).  IndexNotFound,
+  // InvalidOptions (_id_).
+  Status DropIndex(const std::string& name);
+  // MongoDB's explain of a find: queryPlanner (winningPlan, rejectedPlans)
+  // and, unless verbosity is "queryPlanner", executionStats.
+  StatusOr<Document> Explain(DocumentView filter, const FindOptions& options = FindOptions(),
+                             const std::string& verbosity = "executionStats");
   // Distinct values of a dotted path among matching documents (array
   // elements count one by one), in BSON order.
   StatusOr<std::vector<Value>> Distinct(std::string_view key, DocumentView filter, Transaction* txn = nullptr);

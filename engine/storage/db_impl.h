@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/storage/requests.h"
@@ -106,6 +107,13 @@ class DBImpl {
   // Drops the named indexes ("*": all but _id_); returns how many indexes the
   // collection had.  A key pattern names the index that has it.
   StatusOr<int> DropIndexes(const Namespace& ns, const std::vector<std::string>& names, const Document* key_pattern);
+  // One pass of the TTL monitor: deletes, through the write gate, every
+  // document a TTL index says has expired (its indexed date, or the
+  // earliest date of an array, is older than now - expireAfterSeconds).
+  // Returns how many it deleted.  The monitor thread calls it every
+  // Options::ttl_interval_ms.
+  StatusOr<int64_t> RunTtlPass();
+
   // explain for find / count / distinct / update / delete / findAndModify:
   // MongoDB's queryPlanner and, when verbosity asks, executionStats.
   StatusOr<Document> Explain(const ExplainRequest& req);
@@ -399,6 +407,14 @@ class DBImpl {
     DBImpl* const db_;
   };
   uint64_t synced_rocks_seq_ GATEDB_GUARDED_BY(sync_mu_) = 0;  // durable up to this RocksDB sequence
+
+  // The TTL monitor (db_impl_ttl.cc).
+  void TtlLoop();
+  void StopTtlMonitor();
+  Mutex ttl_mu_;
+  CondVar ttl_cv_;
+  bool ttl_stop_ GATEDB_GUARDED_BY(ttl_mu_) = false;
+  std::thread ttl_thread_;
 
   mutable SharedMutex catalog_mu_;
   // Key: the full namespace.

@@ -5,6 +5,7 @@
 #include "engine/projection/projection.h"
 #include "engine/projection/sort.h"
 #include "engine/query/matcher.h"
+#include "engine/index/planner.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/write_events.h"
@@ -61,13 +62,19 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
     return Document::Adopt(out);
   };
 
+  std::optional<index::Hint> hint;
+  if (req.hint) {
+    ASSIGN_OR_RETURN(index::Hint h, index::ParseHint(req.hint->get()));
+    hint = std::move(h);
+  }
+  RETURN_IF_ERROR(CatchUpIndexes(w.scope));
   for (int attempt = 0;; ++attempt) {
     std::string target;
     bool found = false;
     if (!sort) {
       std::vector<std::string> keys;
       RETURN_IF_ERROR(CandidateKeys(*coll, req.query.bson(), *matcher, 1, &keys,
-                                    w.scope ? &w.scope->txn : nullptr));
+                                    w.scope ? &w.scope->txn : nullptr, hint ? &*hint : nullptr));
       if (!keys.empty()) {
         target = keys[0];
         found = true;
@@ -75,7 +82,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModifyWith(const FindAndModifyReque
     } else {
       std::vector<std::pair<std::string, Document>> docs;
       RETURN_IF_ERROR(MatchingDocs(*coll, req.query.bson(), *matcher, &docs,
-                                   w.scope ? &w.scope->txn : nullptr));
+                                   w.scope ? &w.scope->txn : nullptr, hint ? &*hint : nullptr));
       if (!docs.empty()) {
         std::vector<projection::SortKey> sort_keys(docs.size());
         for (size_t i = 0; i < docs.size(); ++i) sort->ExtractKey(docs[i].second.bson(), &sort_keys[i]);

@@ -226,29 +226,60 @@ Status DBImpl::AddIndexEntries(const Collection& coll, const IndexEntry& e, Txn&
 }
 
 Status DBImpl::CatchUpIndexes(WriteScope* scope) {
-  if (scope->indexed_writes.empty()) return Status::OK();
-  // The last write of each document decides: it maintained the indexes it saw.
-  std::map<std::string, const WriteScope::IndexedWrite*> last;
-  for (const auto& w : scope->indexed_writes) last[w.doc_key] = &w;
-  for (const auto& [doc_key, w] : last) {
-    std::shared_ptr<const IndexCatalog> cur = w->coll->indexes();
-    if (cur == w->seen) continue;
+  if (scope == nullptr || scope->indexed_writes.empty()) return Status::OK();
+  bool changed = false;
+  for (const auto& [coll, cat] : scope->synced_catalogs) {
+    if (coll->indexes() != cat) changed = true;
+  }
+  if (!changed) return Status::OK();
+  for (auto& [doc_key, w] : scope->indexed_writes) {
+    std::shared_ptr<const IndexCatalog> cur = w.coll->indexes();
+    if (cur == w.seen) continue;
+    auto has = [](const IndexCatalog& c, uint32_t id) {
+      return std::any_of(c.entries.begin(), c.entries.end(), [&](const auto& e) { return e->spec.id == id; });
+    };
     std::optional<RecordView> rec;
     std::string value;
-    for (const auto& e : cur->entries) {
-      bool seen = std::any_of(w->seen->entries.begin(), w->seen->entries.end(),
-                              [&](const auto& s) { return s->spec.id == e->spec.id; });
-      if (seen) continue;
-      if (!rec) {
-        rocksdb::Status rs = scope->txn->Get(rocksdb::ReadOptions(), docs_cf_, doc_key, &value);
-        if (rs.IsNotFound()) break;  // deleted by the scope: no entries
-        RETURN_IF_ERROR(FromRocks(rs));
-        rec.emplace();
-        RETURN_IF_ERROR(DecodeRecord(value, &*rec));
+    bool gone = false;
+    auto load = [&]() -> Status {
+      if (rec || gone) return Status::OK();
+      rocksdb::Status rs = scope->txn->Get(rocksdb::ReadOptions(), docs_cf_, doc_key, &value);
+      if (rs.IsNotFound()) {
+        gone = true;  // deleted by the scope: it has no entries to add or remove
+        return Status::OK();
       }
-      RETURN_IF_ERROR(AddIndexEntries(*w->coll, *e, scope->txn, doc_key, &rec->doc));
+      RETURN_IF_ERROR(FromRocks(rs));
+      rec.emplace();
+      return DecodeRecord(value, &*rec);
+    };
+    // Registered since the document's first write: add its entries.
+    for (const auto& e : cur->entries) {
+      if (has(*w.seen, e->spec.id)) continue;
+      RETURN_IF_ERROR(load());
+      if (gone) break;
+      RETURN_IF_ERROR(AddIndexEntries(*w.coll, *e, scope->txn, doc_key, &rec->doc));
     }
+    // Dropped since: the entries the scope staged for it are those of the
+    // document's current version; unstage them.
+    for (const auto& e : w.seen->entries) {
+      if (has(*cur, e->spec.id)) continue;
+      RETURN_IF_ERROR(load());
+      if (gone) break;
+      if (e->partial && !e->partial->Matches(&rec->doc)) continue;
+      std::vector<index::IndexKey> keys_out;
+      bool multikey = false;
+      if (!index::GenerateKeys(e->spec, &rec->doc, &keys_out, &multikey).ok()) continue;
+      const std::string prefix = index::IndexPrefix(w.coll->info.id, e->spec.id);
+      const std::string idenc = doc_key.substr(keys::kCollectionIdSize);
+      for (const index::IndexKey& k : keys_out) {
+        std::string key = prefix + k.body;
+        if (!e->spec.unique) key += idenc;
+        RETURN_IF_ERROR(FromRocks(scope->txn->DeleteUntracked(index_cf_, key)));
+      }
+    }
+    w.seen = cur;
   }
+  for (auto& [coll, cat] : scope->synced_catalogs) cat = coll->indexes();
   return Status::OK();
 }
 
@@ -257,8 +288,11 @@ Status DBImpl::UpdateIndexes(const Collection& coll, Txn& txn, std::string_view 
                              const WriteOptionsInternal& w) {
   std::shared_ptr<const IndexCatalog> cat = coll.indexes();
   if (w.scope != nullptr) {
-    w.scope->indexed_writes.push_back(
-        WriteScope::IndexedWrite{const_cast<Collection&>(coll).shared_from_this(), std::string(doc_key), cat});
+    // The first write of a document decides what its entries are missing;
+    // later writes maintain what the first one did (and what catch-ups add).
+    w.scope->indexed_writes.emplace(std::string(doc_key),
+                                    WriteScope::IndexedWrite{const_cast<Collection&>(coll).shared_from_this(), cat});
+    w.scope->synced_catalogs.emplace(&coll, cat);
   }
   if (cat->entries.empty()) return Status::OK();
   const std::string idenc(doc_key.substr(keys::kCollectionIdSize));

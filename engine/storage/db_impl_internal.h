@@ -3,6 +3,7 @@
 #define GATEDB_ENGINE_STORAGE_DB_IMPL_INTERNAL_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -183,16 +184,20 @@ struct WriteScope {
   // Set for a snapshot transaction: its id (recorded as `txn` in every
   // journal event it commits); reads then use the transaction's snapshot.
   std::string txn_id;
-  // The documents it wrote and the index catalog each write maintained: an
-  // index registered while the scope was open (its build cannot see the
-  // scope's uncommitted documents) gets their entries at commit
-  // (DBImpl::CatchUpIndexes).
+  // The documents it wrote and the index catalog each one's first write
+  // maintained.  An index registered while the scope is open cannot see the
+  // scope's uncommitted documents in its build: they get their entries from
+  // DBImpl::CatchUpIndexes, before the scope's next read and at its commit.
+  // An index dropped while it is open loses the entries the scope staged
+  // for it there too.
   struct IndexedWrite {
     std::shared_ptr<DBImpl::Collection> coll;
-    std::string doc_key;
     std::shared_ptr<const IndexCatalog> seen;
   };
-  std::vector<IndexedWrite> indexed_writes;
+  std::map<std::string, IndexedWrite> indexed_writes;  // by document key
+  // Each collection's catalog as of the last catch-up (or first write): when
+  // none changed, a catch-up has nothing to do.
+  std::map<const DBImpl::Collection*, std::shared_ptr<const IndexCatalog>> synced_catalogs;
 };
 
 // The refusal of any update or delete in an appendOnly collection.

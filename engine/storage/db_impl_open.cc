@@ -148,6 +148,7 @@ DBImpl::DBImpl(const std::string& path, const Options& options) : path_(path), o
 int64_t DBImpl::NowMs() const { return options_.clock_ms ? options_.clock_ms() : NowMillis(); }
 
 DBImpl::~DBImpl() {
+  StopTtlMonitor();
   if (journal_) journal_->Stop();
   journal_.reset();
   if (idempotency_) idempotency_->Stop();
@@ -181,6 +182,10 @@ StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Op
   RETURN_IF_ERROR(impl->OpenRocks());
   RETURN_IF_ERROR(impl->LoadCatalog());
   RETURN_IF_ERROR(impl->LoadIndexes());
+  if (options.ttl_interval_ms > 0) {
+    DBImpl* raw = impl.get();
+    impl->ttl_thread_ = std::thread([raw] { raw->TtlLoop(); });
+  }
   return impl;
 }
 

@@ -94,6 +94,7 @@ StatusOr<FindResult> DBImpl::FindWithStats(const FindRequest& req, PlanStats* st
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) return result;
   Txn* txn = req.scope ? &req.scope->txn : nullptr;
+  RETURN_IF_ERROR(CatchUpIndexes(req.scope));
   Status lock_status;
   // A locking read takes each returned document into the write set.
   auto lock = [&](std::string_view key) {
@@ -187,6 +188,7 @@ StatusOr<int64_t> DBImpl::CountWithStats(const CountRequest& req, PlanStats* sta
   }
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) return int64_t{0};
+  RETURN_IF_ERROR(CatchUpIndexes(req.scope));
   int64_t limit = req.limit < 0 ? -req.limit : req.limit;
   int64_t matched = 0;
   RETURN_IF_ERROR(ForEachCandidate(*coll, req.query.bson(), nullptr, hint ? &*hint : nullptr,
@@ -208,6 +210,7 @@ StatusOr<std::vector<Value>> DBImpl::DistinctWithStats(const DistinctRequest& re
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.query.bson()));
   std::shared_ptr<Collection> coll = FindCollection(req.ns);
   if (!coll) return std::vector<Value>();
+  RETURN_IF_ERROR(CatchUpIndexes(req.scope));
   projection::DistinctSet set;
   RETURN_IF_ERROR(ForEachCandidate(*coll, req.query.bson(), nullptr, nullptr, req.scope ? &req.scope->txn : nullptr,
                                    stats, nullptr, [&](std::string_view, const RecordView& rec) {

@@ -129,6 +129,7 @@ Status DBImpl::StatementCandidates(const Collection& coll, const bson_t* filter,
     keys->push_back(keys::EncodeDocKey(coll.info.id, id));
     return Status::OK();
   }
+  if (w.scope != nullptr) RETURN_IF_ERROR(CatchUpIndexes(w.scope));
   return CandidateKeys(coll, filter, *matcher, limit, keys, w.scope ? &w.scope->txn : nullptr, hint);
 }
 
@@ -297,6 +298,13 @@ Status DBImpl::CommitScope(WriteScope* scope, const std::string* idem_key, const
     RETURN_IF_ERROR(
         FromRocks(scope->txn->Put(idempotency_->cf(), *idem_key, IdempotencyLog::EncodeRecord(*record))));
   }
+  // No index may be registered or dropped between the catch-up and the
+  // commit: hold the drop locks of the collections the scope wrote.
+  std::vector<Collection*> colls;
+  for (const auto& [coll, cat] : scope->synced_catalogs) colls.push_back(const_cast<Collection*>(coll));
+  std::sort(colls.begin(), colls.end());
+  std::vector<std::unique_ptr<ReaderLock>> held;
+  for (Collection* c : colls) held.push_back(std::make_unique<ReaderLock>(&c->drop_mu));
   RETURN_IF_ERROR(CatchUpIndexes(scope));
   return CommitWithEvents(scope->txn, &scope->events);
 }

@@ -57,6 +57,12 @@ struct Options {
   // still apply).  Default: 7 days
   int64_t idempotency_retention_sec = 7LL * 24 * 3600;
 
+  // How often the TTL monitor deletes the documents that TTL indexes
+  // (expireAfterSeconds) say have expired; each deletion goes through the
+  // write gate and is journaled with writeContext {agentId: "gatedb.ttl",
+  // source: "ttl"}.  0 turns the monitor off.  Default: 60 s (MongoDB's)
+  int64_t ttl_interval_ms = 60 * 1000;
+
   // The clock (ms since the epoch) for retention and event times; tests
   // inject one.  Default: null (the system clock)
   std::function<int64_t()> clock_ms;

@@ -12,10 +12,14 @@
 
 #include "engine/projection/sort.h"
 #include "engine/storage/db_impl.h"
+#include "tests/engine/storage/index_test_util.h"
 #include "tests/testutil/test_util.h"
 
 namespace gatedb {
 namespace {
+
+using index_test::NameHint;
+using index_test::NaturalHint;
 
 const Namespace kNs{"test", "diff"};
 
@@ -123,21 +127,6 @@ std::vector<std::string> Ids(const std::vector<Document>& docs) {
     ids.push_back(Value(*bson_iter_value(&it)).ToJson());
   }
   return ids;
-}
-
-Value NaturalHint() { return Value(*[] {
-  static Document d = test::Json("{\"h\": {\"$natural\": 1}}");
-  static bson_iter_t it;
-  bson_iter_init_find(&it, d.bson(), "h");
-  return bson_iter_value(&it);
-}()); }
-
-Value NameHint(const std::string& name) {
-  bson_value_t v;
-  v.value_type = BSON_TYPE_UTF8;
-  v.value.v_utf8.str = const_cast<char*>(name.c_str());
-  v.value.v_utf8.len = static_cast<uint32_t>(name.size());
-  return Value(v);
 }
 
 class IndexDifferentialTest : public ::testing::TestWithParam<uint32_t> {

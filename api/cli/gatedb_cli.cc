@@ -394,7 +394,16 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  auto db = gatedb::Database::Open(dir);
+  gatedb::Options options;
+  // Index builds over large collections report their progress on stderr.
+  options.index_build_progress = [](const std::string& ns, const std::string& index, uint64_t done,
+                                    uint64_t total) {
+    if (total < 10000) return;
+    std::fprintf(stderr, "building index %s on %s: %llu/%llu documents (%d%%)\n", index.c_str(), ns.c_str(),
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                 static_cast<int>(100 * done / total));
+  };
+  auto db = gatedb::Database::Open(dir, options);
   if (!db.ok()) {
     std::fprintf(stderr, "gatedb: %s\n", db.status().ToString().c_str());
     return 1;

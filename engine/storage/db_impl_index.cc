@@ -511,6 +511,15 @@ Status DBImpl::BuildIndex(const Collection& coll, const std::shared_ptr<const In
   std::string resume = prefix;
   bool first = true;
   uint64_t done = 0;
+  uint64_t total = 0;
+  if (options_.index_build_progress) {
+    // The documents to index, for the progress report (one key-only pass).
+    rocksdb::ReadOptions ro;
+    rocksdb::Slice upper(end);
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, docs_cf_));
+    for (it->Seek(prefix); it->Valid(); it->Next()) ++total;
+  }
   for (;;) {
     // The next chunk's keys, read without locks.
     std::vector<std::string> chunk;
@@ -550,6 +559,9 @@ Status DBImpl::BuildIndex(const Collection& coll, const std::shared_ptr<const In
     done += chunk.size();
     resume = chunk.back();
     if (progress) progress(done);
+    if (options_.index_build_progress) {
+      options_.index_build_progress(coll.info.ns.full(), entry->spec.name, done, std::max(total, done));
+    }
   }
   return Status::OK();
 }

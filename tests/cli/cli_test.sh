@@ -49,6 +49,17 @@ out=$(printf '%s\n' \
   '{"count": "d", "query": {"ts": {"$type": "date"}}}' | "$GATEDB" run --db "$dir/db")
 printf '%s\n' "$out" | sed -n 2p | grep -q '"n" : 1'; check "a \$type filter reads from JSON" $?
 
+# An index build over a large collection reports its progress on stderr;
+# the find then runs on the index (explain says IXSCAN).
+docs=$(seq 0 11999 | sed 's/.*/{"_id": &, "k": &}/' | paste -sd, -)
+printf '{"insert": "big", "documents": [%s]}\n' "$docs" | "$GATEDB" run --db "$dir/db" >/dev/null
+check "insert a large collection" $?
+err=$("$GATEDB" run --db "$dir/db" -c '{"createIndexes": "big", "indexes": [{"key": {"k": 1}}]}' 2>&1 >/dev/null)
+printf '%s\n' "$err" | grep -q 'building index k_1 on test.big: 12000/12000 documents (100%)'; check "index build progress" $?
+out=$("$GATEDB" run --db "$dir/db" -c '{"explain": {"find": "big", "filter": {"k": 7}}, "verbosity": "executionStats"}')
+printf '%s\n' "$out" | grep -q '"stage" : "IXSCAN"'; check "explain shows the index scan" $?
+printf '%s\n' "$out" | grep -q '"totalDocsExamined" : 1'; check "the index scan reads one document" $?
+
 "$GATEDB" run --db "$dir/db" -c '{"bogus": 1}' >/dev/null
 [ $? -ne 0 ]; check "run -c with a failing command exits non-zero" $?
 

@@ -63,6 +63,14 @@ struct Options {
   // source: "ttl"}.  0 turns the monitor off.  Default: 60 s (MongoDB's)
   int64_t ttl_interval_ms = 60 * 1000;
 
+  // Called as an index build advances (every 1,000 documents and at the
+  // end) with the namespace, the index name, the documents indexed so far
+  // and the collection's document count when the build began; `gatedb run`
+  // prints it for large collections.  Runs on the building thread.
+  // Default: null
+  std::function<void(const std::string& ns, const std::string& index, uint64_t done, uint64_t total)>
+      index_build_progress;
+
   // The clock (ms since the epoch) for retention and event times; tests
   // inject one.  Default: null (the system clock)
   std::function<int64_t()> clock_ms;

@@ -54,6 +54,7 @@ WriteOptionsInternal Internal(const WriteOptions& w, WriteScope* scope) {
   o.sync = w.sync;
   o.context = w.context;
   o.scope = scope;
+  o.bypass_document_validation = w.bypass_document_validation;
   return o;
 }
 

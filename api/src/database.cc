@@ -69,6 +69,9 @@ Status Database::CreateCollection(std::string_view db, std::string_view name,
   CollectionOptions o;
   o.version_field = options.version_field;
   o.max_basis_age_ms = options.max_basis_age_ms;
+  o.validator = options.validator;
+  o.validation_level = options.validation_level;
+  o.validation_action = options.validation_action;
   return rep_->db->CreateCollection(Namespace{std::string(db), std::string(name)}, o);
 }
 

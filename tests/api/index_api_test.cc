@@ -126,3 +126,39 @@ TEST_F(IndexApiTest, UniqueIndexRefusesAndTheCommandsSeeTheSameCatalog) {
 
 }  // namespace
 }  // namespace gatedb
+
+namespace gatedb {
+namespace {
+
+TEST(ValidationApiTest, ValidatorRefusesAndBypassLetsThrough) {
+  test::TempDir dir;
+  auto opened = Database::Open(dir.path());
+  ASSERT_OK(opened);
+  std::unique_ptr<Database> db = std::move(opened).value();
+  CreateCollectionOptions o;
+  o.validator = test::Json(R"({"$jsonSchema": {"required": ["owner"], "properties": {"owner": {"bsonType": "string"}}}})");
+  ASSERT_OK(db->CreateCollection("test", "jobs", o));
+  Collection c = db->GetCollection("jobs");
+  ASSERT_OK(c.InsertOne(test::Json(R"({"_id": 1, "owner": "ana"})").view()));
+  auto bad = c.InsertOne(test::Json(R"({"_id": 2, "owner": 7})").view());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), ErrorCode::kDocumentValidationFailure);
+  ASSERT_NE(bad.status().err_info(), nullptr);
+  std::string info = bad.status().err_info()->ToJson();
+  EXPECT_NE(info.find("\"failingDocumentId\" : 2"), std::string::npos) << info;
+  EXPECT_NE(info.find("\"operatorName\" : \"$jsonSchema\""), std::string::npos) << info;
+  // An update that breaks the rule is refused and changes nothing.
+  auto up = c.UpdateOne(test::Json(R"({"_id": 1})").view(), test::Json(R"({"$unset": {"owner": 1}})").view());
+  EXPECT_EQ(up.status().code(), ErrorCode::kDocumentValidationFailure);
+  auto still = c.FindOne(test::Json(R"({"_id": 1})").view());
+  ASSERT_OK(still);
+  ASSERT_TRUE(still->has_value());
+  EXPECT_NE((*still)->ToJson().find("ana"), std::string::npos);
+  WriteOptions w;
+  w.bypass_document_validation = true;
+  EXPECT_OK(c.InsertOne(test::Json(R"({"_id": 3})").view(), w));
+  EXPECT_EQ(*c.CountDocuments(test::Json("{}").view()), 2);
+}
+
+}  // namespace
+}  // namespace gatedb

@@ -44,6 +44,12 @@ struct CreateCollectionOptions {
   // Refuse (StaleBasis) a gated write whose writeContext.readAt is older
   // than this many milliseconds.  Default: none
   std::optional<int64_t> max_basis_age_ms;
+  // MongoDB's document validation: query operators and/or $jsonSchema; a
+  // write whose new document fails is DocumentValidationFailure (121) with
+  // errInfo {failingDocumentId, details}.  Default: {} (none)
+  Document validator;
+  std::string validation_level = "strict";   // strict, moderate or off
+  std::string validation_action = "error";   // error or warn
 };
 
 // Which journal events to read.

@@ -116,6 +116,9 @@ struct WriteOptions {
   std::optional<int64_t> basis_version;
   // Run inside this transaction (gatedb/transaction.h).  Default: none
   Transaction* txn = nullptr;
+  // Skip the collection's validator (MongoDB's bypassDocumentValidation).
+  // Default: false
+  bool bypass_document_validation = false;
 };
 
 }  // namespace gatedb

@@ -105,6 +105,22 @@ MATCHERS = {
                        {"t": ["b", "a", "c"], "r": "ABxC"}),
 }
 
+VALIDATORS = {
+    "schema.bson": ({"$jsonSchema": {"bsonType": "object", "required": ["a"], "properties": {
+        "a": {"bsonType": "int", "minimum": 0}, "s": {"bsonType": "string", "maxLength": 3, "pattern": "^x"},
+        "arr": {"bsonType": "array", "items": {"bsonType": "string"}, "uniqueItems": True}},
+        "additionalProperties": False}},
+                    {"a": -1, "s": "yyyy", "arr": ["p", "p"], "z": 1}),
+    "ops.bson": ({"$or": [{"a": {"$gt": 1}}, {"b": {"$exists": True}}], "c": {"$in": [1, 2]}}, {"a": 0, "c": 3}),
+}
+
+INDEX_KEYS = {
+    "compound.bson": ({"key": {"a": 1, "b.c": -1}, "unique": True}, {"a": [1, 2], "b": {"c": {"$gt": 1}}}),
+    "partial.bson": ({"key": {"t": 1}, "partialFilterExpression": {"t": {"$gte": 2}}, "sparse": False},
+                     {"t": {"$in": [1, 2, None]}, "$or": [{"t": 3}, {"t": {"$lt": 0}}]}),
+    "sparse.bson": ({"key": {"x.0": 1}, "sparse": True, "name": "n"}, {"x": [[1], {"0": 2}]}),
+}
+
 
 def main():
     for n, j in COMMANDS.items():
@@ -115,6 +131,10 @@ def main():
         write("fuzz_update_apply", n, pair(a, b))
     for n, (a, b) in MATCHERS.items():
         write("fuzz_matcher", n, pair(a, b))
+    for n, (a, b) in VALIDATORS.items():
+        write("fuzz_validator", n, pair(a, b))
+    for n, (a, b) in INDEX_KEYS.items():
+        write("fuzz_index_keys", n, pair(a, b))
 
 
 if __name__ == "__main__":

@@ -391,7 +391,7 @@ StatusOr<CreateIndexesResult> DBImpl::CreateIndexes(const Namespace& ns, const s
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(ns));
   std::vector<std::shared_ptr<const IndexEntry>> building;
   {
-    MutexLock lock(&coll->index_mu);
+    MutexLock ddl(&coll->index_ddl_mu);
     std::shared_ptr<const IndexCatalog> cur = coll->indexes();
     result.num_indexes_before = 1 + static_cast<int>(cur->entries.size());
     std::vector<index::IndexSpec> fresh;
@@ -448,13 +448,11 @@ StatusOr<CreateIndexesResult> DBImpl::CreateIndexes(const Namespace& ns, const s
       RETURN_IF_ERROR(FromRocks(rs));
     }
     rocksdb::WriteBatch batch;
-    auto next = std::make_shared<IndexCatalog>(*cur);
     for (index::IndexSpec& spec : fresh) {
       spec.id = next_id++;
       spec.ready = false;
       batch.Put(catalog_cf_, IndexCatalogKey(coll->info.id, spec.name), index::EncodeIndexSpec(spec));
       ASSIGN_OR_RETURN(std::shared_ptr<const IndexEntry> entry, MakeEntry(std::move(spec)));
-      next->entries.push_back(entry);
       building.push_back(std::move(entry));
     }
     std::string nb;
@@ -463,6 +461,9 @@ StatusOr<CreateIndexesResult> DBImpl::CreateIndexes(const Namespace& ns, const s
     rocksdb::WriteOptions wo;
     wo.sync = true;
     RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch)));
+    MutexLock publish(&coll->index_mu);
+    auto next = std::make_shared<IndexCatalog>(*coll->indexes());
+    for (const auto& entry : building) next->entries.push_back(entry);
     coll->set_indexes(std::move(next));
   }
   // Build them; on failure remove every one of this call.
@@ -479,6 +480,7 @@ StatusOr<CreateIndexesResult> DBImpl::CreateIndexes(const Namespace& ns, const s
     return built;
   }
   Status flipped = [&]() -> Status {
+    MutexLock ddl(&coll->index_ddl_mu);
     MutexLock lock(&coll->index_mu);
     auto next = std::make_shared<IndexCatalog>(*coll->indexes());
     rocksdb::WriteBatch batch;
@@ -569,8 +571,9 @@ Status DBImpl::BuildIndex(const Collection& coll, const std::shared_ptr<const In
 Status DBImpl::RemoveIndexes(Collection& coll, const std::vector<std::string>& names) {
   std::vector<index::IndexSpec> removed;
   {
-    MutexLock lock(&coll.index_mu);
+    MutexLock ddl(&coll.index_ddl_mu);
     WriterLock drop(&coll.drop_mu);
+    MutexLock lock(&coll.index_mu);
     auto next = std::make_shared<IndexCatalog>();
     rocksdb::WriteBatch batch;
     for (const auto& e : coll.indexes()->entries) {
@@ -618,7 +621,9 @@ StatusOr<int> DBImpl::DropIndexes(const Namespace& ns, const std::vector<std::st
                     key_pattern->ToJson() + " matches more than one index: drop it by name");
     }
   } else if (names.size() == 1 && names[0] == "*") {
-    for (const auto& e : cur->entries) targets.push_back(e->spec.name);
+    for (const auto& e : cur->entries) {
+      if (e->spec.ready) targets.push_back(e->spec.name);  // a build in progress is its creator's
+    }
   } else {
     for (const std::string& name : names) {
       if (name == index::kIdIndexName) return Status(ErrorCode::kInvalidOptions, "cannot drop _id index");

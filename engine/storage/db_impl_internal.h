@@ -61,7 +61,11 @@ struct DBImpl::Collection : std::enable_shared_from_this<DBImpl::Collection> {
   std::shared_ptr<const IndexCatalog> indexes() const { return std::atomic_load(&index_catalog); }
   void set_indexes(std::shared_ptr<const IndexCatalog> c) { std::atomic_store(&index_catalog, std::move(c)); }
   std::shared_ptr<const IndexCatalog> index_catalog = std::make_shared<IndexCatalog>();
-  // Serializes changes to the index catalog (create, drop, multikey).
+  // Lock order: index_ddl_mu, then drop_mu, then index_mu.
+  // Serializes index creation and removal (their checks and registration).
+  Mutex index_ddl_mu;
+  // Serializes replacing the index catalog snapshot (short: writers take it
+  // while holding drop_mu shared, to record a first multikey document).
   Mutex index_mu;
 
   // The options in force (collMod may replace them; a write uses the

@@ -835,5 +835,42 @@ TEST(IndexBuildRegression, FailedFlipToReadyDoesNotLeaveAZombieIndex) {
   }
 }
 
+// Index creation and removal racing with writers whose documents make the
+// index multikey: a writer records the first multikey document while it
+// holds the collection's drop lock shared, and creation takes that lock
+// exclusively; the two must not wait on each other (a deadlock here hangs
+// the test), and every round ends with an index that agrees with a scan.
+TEST(IndexDdlRace, CreateAndDropRacingFirstMultikeyWritesNeitherDeadlockNorDiverge) {
+  test::TempDir dir;
+  std::unique_ptr<DBImpl> db = OpenDb(dir.path());
+  ASSERT_NE(db, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> next_id{0};
+  std::thread writer([&] {
+    while (!stop.load()) {
+      int id = next_id++;
+      bson_t* d = bson_new();
+      BSON_APPEND_INT64(d, "_id", id);
+      bson_t arr;
+      BSON_APPEND_ARRAY_BEGIN(d, "m", &arr);
+      BSON_APPEND_INT64(&arr, "0", id % 7);
+      BSON_APPEND_INT64(&arr, "1", id % 7 + 100);
+      bson_append_array_end(d, &arr);
+      Status s = InsertOne(db.get(), Document::Adopt(d));
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_OK(CreateIndex(db.get(), R"({"key": {"m": 1}, "name": "m_1"})"));
+    ASSERT_OK(db->DropIndexes(kNs, {"m_1"}, nullptr));
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(next_id.load(), 20);
+  ASSERT_OK(CreateIndex(db.get(), R"({"key": {"m": 1}, "name": "m_1"})"));
+  const Document q = Json(R"({"m": {"$gte": 3, "$lte": 103}})");
+  EXPECT_EQ(Sorted(FindIds(db.get(), q, NameHint("m_1"))), Sorted(FindIds(db.get(), q, NaturalHint())));
+}
+
 }  // namespace
 }  // namespace gatedb

@@ -107,6 +107,10 @@ class DBImpl {
   // Drops the named indexes ("*": all but _id_); returns how many indexes the
   // collection had.  A key pattern names the index that has it.
   StatusOr<int> DropIndexes(const Namespace& ns, const std::vector<std::string>& names, const Document* key_pattern);
+  // Index entries staged so far (puts and deletes) by document writes,
+  // builds and catch-ups: an update that touches no indexed path adds none.
+  uint64_t index_entry_writes() const { return index_entry_writes_.load(std::memory_order_relaxed); }
+
   // One pass of the TTL monitor: deletes, through the write gate, every
   // document a TTL index says has expired (its indexed date, or the
   // earliest date of an array, is older than now - expireAfterSeconds).
@@ -372,6 +376,7 @@ class DBImpl {
   // Lease records present (live or expired): writes skip the lease check
   // while there are none.
   std::atomic<int64_t> lease_records_{0};
+  std::atomic<uint64_t> index_entry_writes_{0};
 
   // LeaseHeld when another holder's live lease covers `doc_key`.
   // REQUIRES: the document's key is locked by `txn`.

@@ -213,6 +213,7 @@ Status DBImpl::AddIndexEntries(const Collection& coll, const IndexEntry& e, Txn&
       if (taken && holder != idenc) return IndexDuplicateKey(coll.info.ns, e.spec, k);
     }
   }
+  index_entry_writes_.fetch_add(keys_out.size(), std::memory_order_relaxed);
   for (const index::IndexKey& k : keys_out) {
     std::string key = prefix + k.body;
     if (e.spec.unique) {
@@ -341,6 +342,7 @@ Status DBImpl::UpdateIndexes(const Collection& coll, Txn& txn, std::string_view 
       changes.push_back(Change{std::move(key), c > 0, spec.unique});
     }
   }
+  index_entry_writes_.fetch_add(changes.size(), std::memory_order_relaxed);
   for (const Change& ch : changes) {
     rocksdb::Status rs;
     if (ch.put) {

@@ -31,13 +31,19 @@ using RangeSet = std::vector<VRange>;  // ascending by lo, disjoint
 struct Clause {
   std::string op;  // "$eq", "$gt", ..., or another operator (no bounds)
   bson_value_t value;
-  bson_iter_t element;  // the whole top-level element it came from
+};
+
+// A top-level element of a filter (borrowed).  Not a bson_iter_t: its
+// 128-byte alignment is lost in a std::vector.
+struct Element {
+  std::string key;
+  bson_value_t value;
 };
 
 struct Predicates {
   std::map<std::string, std::vector<Clause>> by_path;
-  std::vector<bson_iter_t> elements;  // top-level elements (through $and)
-  bson_iter_t or_iter;                // the top-level $or, when exactly one
+  std::vector<Element> elements;  // top-level elements (through $and)
+  bson_value_t or_array;          // the top-level $or, when exactly one
   int or_count = 0;
 };
 
@@ -221,58 +227,63 @@ bool Contains(const RangeSet& outer, const RangeSet& inner) {
 
 bool MayHoldNull(const RangeSet& set) { return !Intersect(set, RangeSet{NullRange()}).empty(); }
 
-void AddClauses(bson_iter_t* element, Predicates* out, int depth);
+void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int depth);
+
+// Calls fn(key, value) for each element of an embedded document or array.
+template <typename Fn>
+void ForEachElement(const bson_value_t& v, Fn&& fn) {
+  if (v.value_type != BSON_TYPE_DOCUMENT && v.value_type != BSON_TYPE_ARRAY) return;
+  bson_t sub;
+  if (!bson_init_static(&sub, v.value.v_doc.data, v.value.v_doc.data_len)) return;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &sub)) return;
+  while (bson_iter_next(&it)) fn(bson_iter_key(&it), *bson_iter_value(&it));
+}
 
 void AddDocument(const bson_t* doc, Predicates* out, int depth) {
   bson_iter_t it;
   if (!bson_iter_init(&it, doc)) return;
-  while (bson_iter_next(&it)) AddClauses(&it, out, depth);
+  while (bson_iter_next(&it)) AddClauses(bson_iter_key(&it), *bson_iter_value(&it), out, depth);
 }
 
-void AddClauses(bson_iter_t* element, Predicates* out, int depth) {
-  const char* key = bson_iter_key(element);
+void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int depth) {
   if (std::strcmp(key, "$and") == 0) {
-    if (depth > 20 || !BSON_ITER_HOLDS_ARRAY(element)) return;
-    bson_iter_t elems;
-    bson_iter_recurse(element, &elems);
-    while (bson_iter_next(&elems)) {
-      if (!BSON_ITER_HOLDS_DOCUMENT(&elems)) continue;
-      uint32_t len;
-      const uint8_t* data;
-      bson_iter_document(&elems, &len, &data);
-      bson_t sub;
-      if (bson_init_static(&sub, data, len)) AddDocument(&sub, out, depth + 1);
-    }
+    if (depth > 20 || value.value_type != BSON_TYPE_ARRAY) return;
+    ForEachElement(value, [&](const char*, const bson_value_t& branch) {
+      if (branch.value_type != BSON_TYPE_DOCUMENT) return;
+      ForEachElement(branch, [&](const char* k, const bson_value_t& v) { AddClauses(k, v, out, depth + 1); });
+    });
     return;
   }
-  out->elements.push_back(*element);
+  out->elements.push_back(Element{key, value});
   if (std::strcmp(key, "$or") == 0) {
-    if (BSON_ITER_HOLDS_ARRAY(element)) {
-      out->or_iter = *element;
+    if (value.value_type == BSON_TYPE_ARRAY) {
+      out->or_array = value;
       ++out->or_count;
     }
     return;
   }
   if (key[0] == '$') return;  // $nor, $expr, $where, ...: no bounds
   std::vector<Clause>& clauses = out->by_path[key];
-  if (BSON_ITER_HOLDS_DOCUMENT(element)) {
-    bson_iter_t ops;
-    bson_iter_recurse(element, &ops);
-    if (bson_iter_next(&ops) && bson_iter_key(&ops)[0] == '$') {
-      do {
+  if (value.value_type == BSON_TYPE_DOCUMENT) {
+    bool operators = false, first = true;
+    ForEachElement(value, [&](const char* k, const bson_value_t&) {
+      if (first) operators = k[0] == '$';
+      first = false;
+    });
+    if (operators) {
+      ForEachElement(value, [&](const char* k, const bson_value_t& v) {
         Clause c;
-        c.op = bson_iter_key(&ops);
-        c.value = *bson_iter_value(&ops);
-        c.element = *element;
+        c.op = k;
+        c.value = v;
         clauses.push_back(c);
-      } while (bson_iter_next(&ops));
+      });
       return;
     }
   }
   Clause c;
   c.op = "$eq";
-  c.value = *bson_iter_value(element);
-  c.element = *element;
+  c.value = value;
   clauses.push_back(c);
 }
 
@@ -292,34 +303,30 @@ std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool mult
   return set;
 }
 
-bool SameElement(const bson_iter_t& a, const bson_iter_t& b) {
-  if (std::strcmp(bson_iter_key(&a), bson_iter_key(&b)) != 0) return false;
-  return CompareValues(*bson_iter_value(const_cast<bson_iter_t*>(&a)),
-                       *bson_iter_value(const_cast<bson_iter_t*>(&b))) == 0 &&
-         bson_iter_type(&a) == bson_iter_type(&b);
+bool SameElement(const Element& a, const Element& b) {
+  return a.key == b.key && a.value.value_type == b.value.value_type && CompareValues(a.value, b.value) == 0;
 }
 
 // True when every document the filter matches satisfies the partial filter.
 bool Implies(const Predicates& filter, const bson_t* partial) {
   Predicates p;
   AddDocument(partial, &p, 0);
-  for (const bson_iter_t& pe : p.elements) {
+  for (const Element& pe : p.elements) {
     bool found = false;
-    for (const bson_iter_t& fe : filter.elements) {
+    for (const Element& fe : filter.elements) {
       if (SameElement(fe, pe)) {
         found = true;
         break;
       }
     }
     if (found) continue;
-    const char* key = bson_iter_key(&pe);
+    const char* key = pe.key.c_str();
     if (key[0] == '$') return false;  // a $or not in the filter as such
     // Each clause of the element must follow from one clause of the filter.
     std::vector<Clause> partial_clauses;
     {
       Predicates one;
-      bson_iter_t copy = pe;
-      AddClauses(&copy, &one, 0);
+      AddClauses(pe.key.c_str(), pe.value, &one, 0);
       partial_clauses = one.by_path[key];
     }
     auto fit = filter.by_path.find(key);
@@ -562,29 +569,30 @@ PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bso
   out.single = Candidates(collection_id, preds, sort_fields, indexes);
 
   if (preds.or_count == 1) {
-    bson_iter_t branches;
-    bson_iter_recurse(&preds.or_iter, &branches);
     std::vector<std::vector<IndexScan>> per_branch;
-    while (bson_iter_next(&branches)) {
-      if (!BSON_ITER_HOLDS_DOCUMENT(&branches)) return out;
-      uint32_t len;
-      const uint8_t* data;
-      bson_iter_document(&branches, &len, &data);
-      bson_t branch;
-      if (!bson_init_static(&branch, data, len)) return out;
+    bool every_branch = true;
+    ForEachElement(preds.or_array, [&](const char*, const bson_value_t& branch_value) {
+      if (!every_branch) return;
+      if (branch_value.value_type != BSON_TYPE_DOCUMENT) {
+        every_branch = false;
+        return;
+      }
       // The branch's own predicates and those ANDed beside the $or.
       Predicates bp;
-      AddDocument(&branch, &bp, 0);
-      for (const bson_iter_t& e : preds.elements) {
-        if (std::strcmp(bson_iter_key(&e), "$or") == 0) continue;
-        bson_iter_t copy = e;
-        AddClauses(&copy, &bp, 0);
+      ForEachElement(branch_value, [&](const char* k, const bson_value_t& v) { AddClauses(k, v, &bp, 0); });
+      for (const Element& e : preds.elements) {
+        if (e.key == "$or") continue;
+        AddClauses(e.key.c_str(), e.value, &bp, 0);
       }
       std::vector<IndexScan> scans = Candidates(collection_id, bp, {}, indexes);
-      if (scans.empty()) return out;  // one branch needs a collection scan: so does the $or
+      if (scans.empty()) {  // one branch needs a collection scan: so does the $or
+        every_branch = false;
+        return;
+      }
       for (IndexScan& s : scans) s.provides_sort = false;
       per_branch.push_back(std::move(scans));
-    }
+    });
+    if (!every_branch) return out;
     if (!per_branch.empty()) out.or_branches = std::move(per_branch);
   }
   return out;

@@ -35,6 +35,20 @@ std::string DocId(int i) {
   return buf;
 }
 
+std::string Email(int i) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "customer%d@example.com", i);
+  return buf;
+}
+
+std::string Category(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "cat-%02d", i % 100);
+  return buf;
+}
+
+int RangeDocs() { return NumDocs() < 100 ? NumDocs() : 100; }
+
 namespace {
 
 const char* const kCities[] = {"Lisbon", "Porto", "Lyon", "Turin", "Ghent", "Leiden", "Aarhus", "Graz"};
@@ -48,10 +62,9 @@ void BuildDoc(int i, bson_t* out) {
   BSON_APPEND_UTF8(out, "_id", id.c_str());
   std::snprintf(buf, sizeof buf, "Customer %d of the benchmark data set", i);
   BSON_APPEND_UTF8(out, "name", buf);
-  std::snprintf(buf, sizeof buf, "customer%d@example.com", i);
-  BSON_APPEND_UTF8(out, "email", buf);
-  std::snprintf(buf, sizeof buf, "cat-%02d", i % 100);
-  BSON_APPEND_UTF8(out, "category", buf);
+  BSON_APPEND_UTF8(out, "email", Email(i).c_str());
+  BSON_APPEND_INT32(out, "orderNo", i);
+  BSON_APPEND_UTF8(out, "category", Category(i).c_str());
   BSON_APPEND_UTF8(out, "status", "open");
   BSON_APPEND_UTF8(out, "notes",
                    "Deliver between nine and five; ring twice; the side door is the one with the green frame. "
@@ -205,14 +218,15 @@ void ReportRss(benchmark::State& state, const Fixture& fx) {
   if (state.thread_index() == 0) state.counters["peak_rss_MB"] = benchmark::Counter(fx.peak_rss_mb);
 }
 
-KeyPicker::KeyPicker(const benchmark::State& state, uint32_t seed)
+KeyPicker::KeyPicker(const benchmark::State& state, uint32_t seed, int width)
     : rng_(seed + 7919u * static_cast<uint32_t>(state.thread_index())) {
   int n = NumDocs();
   int t = state.thread_index();
   int threads = state.threads();
   int begin = static_cast<int>(static_cast<int64_t>(n) * t / threads);
   int end = static_cast<int>(static_cast<int64_t>(n) * (t + 1) / threads);
-  dist_ = std::uniform_int_distribution<int>(begin, end - 1);
+  int last = end - (width < 1 ? 1 : width);
+  dist_ = std::uniform_int_distribution<int>(begin, last < begin ? begin : last);
 }
 
 void WallRate::Report(benchmark::State& state) const {

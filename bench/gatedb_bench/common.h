@@ -30,10 +30,31 @@ int NumDocs();
 // "doc-0000042": the _id (and RocksDB / SQLite key) of document i.
 std::string DocId(int i);
 
-// Document i, about 1 KB: string _id, strings, a double (`score`), an
+// Document i, about 1 KB: string _id, strings (`email`: Email(i), unique),
+// `orderNo` (int32 i: distinct, in _id order), a double (`score`), an
 // embedded `address`, an array of 5 `items` subdocuments, `category`
-// ("cat-00" .. "cat-99", i % 100: a 1% selective field) and `version` 0.
+// (Category(i): "cat-00" .. "cat-99", i % 100, a 1% selective field) and
+// `version` 0.
 void BuildDoc(int i, bson_t* out);
+
+// "customer42@example.com" and "cat-42": the `email` and `category` of
+// document i.
+std::string Email(int i);
+std::string Category(int i);
+
+// The secondary indexes of the index cases, the same in gatedb (ascending
+// single-field indexes of these fields) and in SQLite (indexes on columns of
+// the same names): a unique one for equality finds, a numeric one with
+// distinct values for range finds, and a 1% selective one.
+struct IndexedField {
+  const char* name;
+  bool unique;
+};
+constexpr IndexedField kIndexedFields[] = {{"email", true}, {"orderNo", false}, {"category", false}};
+constexpr int kNumIndexedFields = 3;
+
+// How many documents a range case's query returns: orderNo in [x, x + this).
+int RangeDocs();
 
 // The field every CAS case changes, and the value it sets.
 constexpr char kChangedField[] = "score";
@@ -70,7 +91,9 @@ struct Fixture {
 // benchmark, threads included): made by `make` the first time (then the
 // background work of the load is left to settle), and shared by every
 // thread and every later call of that benchmark.  Thread-safe; the first
-// caller loads while the others wait.
+// caller loads while the others wait.  Cases that only read may share one
+// fixture by using one key (the index read cases do); a case that writes
+// must have its own.
 std::shared_ptr<Fixture> AcquireFixtureBase(const std::string& key, const std::function<std::unique_ptr<Fixture>()>& make);
 
 template <typename F>
@@ -93,10 +116,12 @@ void ReportRss(benchmark::State& state, const Fixture& fx);
 
 // Picks document indexes for one thread: uniform over this thread's own
 // slice of [0, NumDocs()) (the whole range with one thread), from a
-// std::mt19937 seeded per benchmark and thread.
+// std::mt19937 seeded per benchmark and thread.  With `width` > 1, the
+// first index of a run of `width` documents that lies wholly in the slice
+// (for range queries).
 class KeyPicker {
  public:
-  KeyPicker(const benchmark::State& state, uint32_t seed);
+  KeyPicker(const benchmark::State& state, uint32_t seed, int width = 1);
   int Next() { return dist_(rng_); }
 
  private:

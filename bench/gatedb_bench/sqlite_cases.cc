@@ -7,9 +7,17 @@
 // gatedb's block cache, and the busy timeout 10 s, so that writers wait for
 // the lock instead of failing.  A CAS that still gets SQLITE_BUSY is rolled
 // back and run again, counted in `busy_retries`.
+//
+// The index cases (issue 13) use the same settings on the table
+// (id TEXT PRIMARY KEY, version INTEGER, email TEXT, orderNo INTEGER,
+// category TEXT, body BLOB): the indexed fields also as columns, with
+// kIndexedFields' indexes on them (email UNIQUE); one prepared statement
+// per query, each in its own (autocommit) transaction.
 #include <sqlite3.h>
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,6 +57,9 @@ struct Conn {
   sqlite3_stmt* update = nullptr;
   sqlite3_stmt* commit = nullptr;
   sqlite3_stmt* rollback = nullptr;
+  sqlite3_stmt* by_email = nullptr;  // the index cases'
+  sqlite3_stmt* by_range = nullptr;
+  sqlite3_stmt* insert = nullptr;
 
   Conn(const std::string& path, bool full_sync) {
     Check(nullptr, sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr), "open");
@@ -64,41 +75,86 @@ struct Conn {
     commit = Prepare(db, "COMMIT");
     rollback = Prepare(db, "ROLLBACK");
   }
+  void PrepareIndexed() {
+    by_email = Prepare(db, "SELECT version, body FROM docs WHERE email = ?1");
+    by_range = Prepare(db, "SELECT version, body FROM docs WHERE orderNo >= ?1 AND orderNo < ?2");
+    insert = Prepare(db,
+                     "INSERT INTO docs (id, version, email, orderNo, category, body) VALUES (?1, 0, ?2, ?3, ?4, ?5)");
+  }
   ~Conn() {
-    for (sqlite3_stmt* st : {begin, select, update, commit, rollback}) sqlite3_finalize(st);
+    for (sqlite3_stmt* st : {begin, select, update, commit, rollback, by_email, by_range, insert}) sqlite3_finalize(st);
     sqlite3_close(db);
   }
 };
 
+// Binds document i's row to `ins` (the index cases' INSERT: ?1 id, ?2
+// email, ?3 orderNo, ?4 category, ?5 body; the CAS table's: ?1 id, ?2
+// body) and runs it.  `d` holds BuildDoc(i).  The bound values live until
+// the step has run, so they are not copied (SQLITE_STATIC).
+int InsertRow(sqlite3_stmt* ins, bool field_columns, int i, const bson_t& d) {
+  std::string id = DocId(i);
+  sqlite3_bind_text(ins, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
+  std::string email, category;
+  if (field_columns) {
+    email = Email(i);
+    category = Category(i);
+    sqlite3_bind_text(ins, 2, email.data(), static_cast<int>(email.size()), SQLITE_STATIC);
+    sqlite3_bind_int(ins, 3, i);
+    sqlite3_bind_text(ins, 4, category.data(), static_cast<int>(category.size()), SQLITE_STATIC);
+  }
+  sqlite3_bind_blob(ins, field_columns ? 5 : 2, bson_get_data(&d), static_cast<int>(d.len), SQLITE_STATIC);
+  int rc = sqlite3_step(ins);
+  sqlite3_reset(ins);
+  return rc;
+}
+
+// A table with NumDocs() documents, loaded in one transaction.  `indexes`
+// unset: the CAS table (id, version, body) and PrepareCas; set: the index
+// cases' table with the first *indexes of kIndexedFields indexed, and
+// PrepareIndexed.
 struct SqliteFixture : Fixture {
   TempDir dir{"sqlite"};
   std::vector<std::unique_ptr<Conn>> conns;  // one per benchmark thread
+  std::atomic<int64_t> seq{0};               // the insert cases' documents
 
-  SqliteFixture(int threads, bool full_sync) {
+  SqliteFixture(int threads, bool full_sync, std::optional<int> indexes = std::nullopt) {
     std::string path = dir.path() + "/bench.db";
+    const bool fields = indexes.has_value();
     {
       Conn load(path, full_sync);
-      Exec(load.db, "CREATE TABLE docs (id TEXT PRIMARY KEY, version INTEGER, body BLOB)");
+      Exec(load.db, fields ? "CREATE TABLE docs (id TEXT PRIMARY KEY, version INTEGER, email TEXT, orderNo INTEGER, "
+                             "category TEXT, body BLOB)"
+                           : "CREATE TABLE docs (id TEXT PRIMARY KEY, version INTEGER, body BLOB)");
+      // The indexes first, as gatedb's index cases create theirs (the
+      // entries are written with the rows).
+      for (int k = 0; fields && k < *indexes; ++k) {
+        const IndexedField& f = kIndexedFields[k];
+        std::string sql = std::string(f.unique ? "CREATE UNIQUE INDEX" : "CREATE INDEX") + " ix_" + f.name +
+                          " ON docs (" + f.name + ")";
+        Exec(load.db, sql.c_str());
+      }
       Exec(load.db, "BEGIN");
-      sqlite3_stmt* ins = Prepare(load.db, "INSERT INTO docs (id, version, body) VALUES (?1, 0, ?2)");
+      sqlite3_stmt* ins = Prepare(load.db, fields ? "INSERT INTO docs (id, version, email, orderNo, category, body) "
+                                                    "VALUES (?1, 0, ?2, ?3, ?4, ?5)"
+                                                  : "INSERT INTO docs (id, version, body) VALUES (?1, 0, ?2)");
       const int n = NumDocs();
       for (int i = 0; i < n; ++i) {
         bson_t d = BSON_INITIALIZER;
         BuildDoc(i, &d);
-        std::string id = DocId(i);
-        sqlite3_bind_text(ins, 1, id.data(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
-        sqlite3_bind_blob(ins, 2, bson_get_data(&d), static_cast<int>(d.len), SQLITE_TRANSIENT);
-        int rc = sqlite3_step(ins);
+        int rc = InsertRow(ins, fields, i, d);
         bson_destroy(&d);
         Check(load.db, rc, "insert");
-        sqlite3_reset(ins);
       }
       sqlite3_finalize(ins);
       Exec(load.db, "COMMIT");
     }
     for (int t = 0; t < threads; ++t) {
       conns.push_back(std::make_unique<Conn>(path, full_sync));
-      conns.back()->PrepareCas();
+      if (fields) {
+        conns.back()->PrepareIndexed();
+      } else {
+        conns.back()->PrepareCas();
+      }
     }
   }
 };
@@ -216,6 +272,131 @@ void BM_Baseline_SqliteCas_Durable(benchmark::State& state) {
 // the documents; SQLite lets one writer in at a time (BEGIN IMMEDIATE), the
 // others wait in the busy handler.
 BENCHMARK(BM_Baseline_SqliteCas_Durable)->Apply(DurableWriters);
+
+// ---- Secondary indexes (issue 13) ------------------------------------------
+
+// Throws unless SQLite's plan for `st` searches the index `index`.
+void ExpectIndexPlan(sqlite3* db, sqlite3_stmt* st, const std::string& index) {
+  std::string sql = std::string("EXPLAIN QUERY PLAN ") + sqlite3_sql(st);
+  sqlite3_stmt* plan = Prepare(db, sql.c_str());
+  std::string details;
+  while (sqlite3_step(plan) == SQLITE_ROW) {
+    details += reinterpret_cast<const char*>(sqlite3_column_text(plan, 3));
+    details += "; ";
+  }
+  sqlite3_finalize(plan);
+  if (details.find("USING INDEX " + index) == std::string::npos) {
+    throw std::runtime_error(std::string(sqlite3_sql(st)) + " does not use " + index + ": " + details);
+  }
+}
+
+// The read cases' shared fixture (they only read; the gatedb read cases'
+// data and indexes): one connection, both plans checked once.
+std::shared_ptr<SqliteFixture> IndexedReadFixture(const benchmark::State& state) {
+  return AcquireFixture<SqliteFixture>(InstanceKey("sqlite_indexed_reads", state), [] {
+    auto f = std::make_unique<SqliteFixture>(1, false, kNumIndexedFields);
+    ExpectIndexPlan(f->conns[0]->db, f->conns[0]->by_email, "ix_email");
+    ExpectIndexPlan(f->conns[0]->db, f->conns[0]->by_range, "ix_orderNo");
+    return f;
+  });
+}
+
+// Steps `st` (bound) to its end, reading every row as gatedb's Find
+// returns it: the version and a copy of the body, one per document.
+// Returns the rows read, -1 on an error.  Not inlined
+// (valgrind --toggle-collect='*SqliteFindOnce*').
+__attribute__((noinline)) int64_t SqliteFindOnce(sqlite3_stmt* st, std::vector<std::string>* rows) {
+  rows->clear();
+  int rc;
+  int64_t version_sum = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    version_sum += sqlite3_column_int64(st, 0);
+    const void* body = sqlite3_column_blob(st, 1);
+    rows->emplace_back(static_cast<const char*>(body), static_cast<size_t>(sqlite3_column_bytes(st, 1)));
+  }
+  sqlite3_reset(st);
+  benchmark::DoNotOptimize(version_sum);
+  return rc == SQLITE_DONE ? static_cast<int64_t>(rows->size()) : -1;
+}
+
+// SELECT version, body FROM docs WHERE email = ?: the unique index ix_email,
+// one row (BM_IndexedFindEq's work).
+void BM_Baseline_SqliteIndexedEq(benchmark::State& state) {
+  auto fx = IndexedReadFixture(state);
+  Conn& conn = *fx->conns[0];
+  KeyPicker pick(state, 72);
+  for (auto _ : state) {
+    // Each iteration's own vector, as gatedb's Find returns a new one.
+    std::vector<std::string> rows;
+    std::string email = Email(pick.Next());
+    sqlite3_bind_text(conn.by_email, 1, email.data(), static_cast<int>(email.size()), SQLITE_STATIC);
+    if (SqliteFindOnce(conn.by_email, &rows) != 1) {
+      Fail(state, "expected exactly 1 row for " + email + ": " + sqlite3_errmsg(conn.db));
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_Baseline_SqliteIndexedEq)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// SELECT version, body FROM docs WHERE orderNo >= ?1 AND orderNo < ?2 on
+// ix_orderNo: exactly 100 rows per query (BM_IndexedRange100's work).
+void BM_Baseline_SqliteIndexedRange100(benchmark::State& state) {
+  auto fx = IndexedReadFixture(state);
+  Conn& conn = *fx->conns[0];
+  KeyPicker pick(state, 73, RangeDocs());
+  int64_t docs = 0;
+  for (auto _ : state) {
+    std::vector<std::string> rows;
+    int x = pick.Next();
+    sqlite3_bind_int(conn.by_range, 1, x);
+    sqlite3_bind_int(conn.by_range, 2, x + RangeDocs());
+    int64_t n = SqliteFindOnce(conn.by_range, &rows);
+    if (n != RangeDocs()) {
+      Fail(state, "expected " + std::to_string(RangeDocs()) + " rows from orderNo " + std::to_string(x) + ", got " +
+                      std::to_string(n));
+      break;
+    }
+    docs += n;
+  }
+  state.counters["docs_per_s"] = benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_Baseline_SqliteIndexedRange100)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// One INSERT (its own transaction) of a new document NumDocs() + 1, + 2, ...
+// (BM_InsertIndexed's documents) with the first `indexes` of
+// kIndexedFields indexed; the columns are bound from the values the
+// application has, the body is the BSON document.  Registered with the 3
+// indexes only (the target's comparison; indexes:0 would add a load and
+// about 15 s to a full run).
+void BM_Baseline_SqliteInsertIndexed(benchmark::State& state) {
+  const int indexes = static_cast<int>(state.range(0));
+  auto fx = AcquireFixture<SqliteFixture>(
+      InstanceKey("BM_Baseline_SqliteInsertIndexed/indexes:" + std::to_string(indexes), state),
+      [indexes] { return std::make_unique<SqliteFixture>(1, false, indexes); });
+  Conn& conn = *fx->conns[0];
+  for (auto _ : state) {
+    int i = NumDocs() + static_cast<int>(++fx->seq);
+    bson_t d = BSON_INITIALIZER;
+    BuildDoc(i, &d);
+    int rc = InsertRow(conn.insert, true, i, d);
+    bson_destroy(&d);
+    if (rc != SQLITE_DONE) {
+      Fail(state, std::string("INSERT: ") + sqlite3_errmsg(conn.db));
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_Baseline_SqliteInsertIndexed)
+    ->ArgName("indexes")
+    ->Arg(kNumIndexedFields)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gatedb_bench

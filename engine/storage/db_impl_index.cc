@@ -233,7 +233,10 @@ Status DBImpl::CatchUpIndexes(WriteScope* scope) {
     if (coll->indexes() != cat) changed = true;
   }
   if (!changed) return Status::OK();
-  for (auto& [doc_key, w] : scope->indexed_writes) {
+  for (auto& entry : scope->indexed_writes) {
+    // (Not a structured binding: C++17 lambdas cannot capture one.)
+    const std::string& doc_key = entry.first;
+    WriteScope::IndexedWrite& w = entry.second;
     std::shared_ptr<const IndexCatalog> cur = w.coll->indexes();
     if (cur == w.seen) continue;
     auto has = [](const IndexCatalog& c, uint32_t id) {

@@ -2,7 +2,8 @@
 // directories, the per-benchmark fixture cache and the peak-RSS counter.
 //
 // Every benchmark gets a fresh database in a fresh temporary directory,
-// loaded once (outside timing) with NumDocs() documents of about 1 KB.
+// loaded once (outside timing) with NumDocs() documents of about 1 KB (the
+// index read cases of one engine share one: they only read).
 // Google Benchmark calls a benchmark function several times (to find the
 // iteration count, then once per repetition); AcquireFixture() keeps the
 // loaded fixture while the same benchmark runs and drops it when another

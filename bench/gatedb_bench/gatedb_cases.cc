@@ -454,7 +454,7 @@ BENCHMARK(BM_FindByFilterScan)->UseRealTime()->Unit(benchmark::kMillisecond);
 // A fresh database whose collection has the first `indexes` of
 // kIndexedFields (one CreateIndexes on the empty collection), then
 // FillGatedb: the index entries are written with the documents (faster
-// than building them afterwards: 14 s instead of 17 s at 100,000
+// than building them afterwards: 14 to 15 s instead of 16 to 17 s at 100,000
 // documents and 3 indexes).
 std::unique_ptr<GatedbFixture> LoadGatedbIndexed(int indexes) {
   auto fx = OpenGatedb();

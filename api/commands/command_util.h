@@ -44,6 +44,20 @@ Status ReadWriteContext(const bson_iter_t* it, WriteContext* out);
 // Fields that any command may carry and the dispatcher handles itself.
 bool IsGenericCommandField(std::string_view name);
 
+// Calls fn(key, &iter) for each field of the command after its first (the
+// command name), skipping the generic ones; stops at fn's first error.
+template <typename Fn>
+Status ForEachCommandField(const bson_t* cmd, Fn&& fn) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) return Status::OK();
+  while (bson_iter_next(&it)) {
+    std::string_view key = bson_iter_key(&it);
+    if (IsGenericCommandField(key)) continue;
+    RETURN_IF_ERROR(fn(key, &it));
+  }
+  return Status::OK();
+}
+
 // The collection a command names in its first field ({insert: "orders"}),
 // in database `db`.  Errors: InvalidNamespace.
 Status ReadCommandNamespace(const bson_t* cmd, const std::string& db, Namespace* ns);

@@ -19,20 +19,6 @@ Status ReadTargetNamespace(const CommandContext& ctx, Namespace* ns) {
   return ReadCommandNamespace(ctx.cmd, ctx.db_name, ns);
 }
 
-// Iterates the command's fields after the first, skipping generic ones.
-template <typename Fn>
-Status ForEachField(const CommandContext& ctx, Fn&& fn) {
-  bson_iter_t it;
-  bson_iter_init(&it, ctx.cmd);
-  bson_iter_next(&it);
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (IsGenericCommandField(key)) continue;
-    RETURN_IF_ERROR(fn(key, &it));
-  }
-  return Status::OK();
-}
-
 std::string Ctx(const CommandContext& ctx, std::string_view field) {
   return ctx.command_name + "." + std::string(field);
 }
@@ -114,7 +100,7 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
   InsertRequest req;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_docs = false;
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "documents") {
       have_docs = true;
       return ForEachDocInArray(it, Ctx(ctx, key), [&](size_t, bson_iter_t* d) {
@@ -146,7 +132,7 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
 Status ParseFind(CommandContext& ctx, FindRequest* out) {
   FindRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
     if (key == "filter") return ReadDocument(it, c, &req.filter);
     if (key == "projection") return ReadDocument(it, c, &req.projection);
@@ -223,7 +209,7 @@ Status ParseUpdate(CommandContext& ctx, UpdateRequest* out) {
   UpdateRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_updates = false;
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "updates") {
       have_updates = true;
       return ForEachDocInArray(it, Ctx(ctx, key), [&](size_t, bson_iter_t* d) -> Status {
@@ -299,7 +285,7 @@ Status ParseDelete(CommandContext& ctx, DeleteRequest* out) {
   DeleteRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_deletes = false;
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "deletes") {
       have_deletes = true;
       return ForEachDocInArray(it, Ctx(ctx, key), [&](size_t, bson_iter_t* d) -> Status {
@@ -370,7 +356,7 @@ Status DeleteCommand(CommandContext& ctx, bson_t* reply) {
 Status ParseFindAndModify(CommandContext& ctx, FindAndModifyRequest* out) {
   FindAndModifyRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
     if (key == "query") return ReadDocument(it, c, &req.query);
     if (key == "sort") return ReadDocument(it, c, &req.sort);
@@ -419,7 +405,7 @@ Status FindAndModifyCommand(CommandContext& ctx, bson_t* reply) {
 Status ParseCount(CommandContext& ctx, CountRequest* out) {
   CountRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
     if (key == "query") {
       if (BSON_ITER_HOLDS_NULL(it)) return Status::OK();
@@ -454,7 +440,7 @@ Status ParseDistinct(CommandContext& ctx, DistinctRequest* out) {
   DistinctRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_key = false;
-  RETURN_IF_ERROR(ForEachField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
     if (key == "key") {
       have_key = true;

@@ -10,29 +10,12 @@
 namespace gatedb {
 namespace commands {
 
-namespace {
-
-template <typename Fn>
-Status ForEachOtherField(const CommandContext& ctx, Fn&& fn) {
-  bson_iter_t it;
-  bson_iter_init(&it, ctx.cmd);
-  bson_iter_next(&it);
-  while (bson_iter_next(&it)) {
-    std::string_view key = bson_iter_key(&it);
-    if (IsGenericCommandField(key)) continue;
-    RETURN_IF_ERROR(fn(key, &it));
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
 Status CreateIndexesCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns;
   RETURN_IF_ERROR(ReadCommandNamespace(ctx.cmd, ctx.db_name, &ns));
   std::vector<Document> specs;
   bool have_indexes = false;
-  RETURN_IF_ERROR(ForEachOtherField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "indexes") {
       have_indexes = true;
       if (!BSON_ITER_HOLDS_ARRAY(it)) return TypeError("createIndexes.indexes", bson_iter_type(it), "array");
@@ -63,7 +46,7 @@ Status CreateIndexesCommand(CommandContext& ctx, bson_t* reply) {
 Status ListIndexesCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns;
   RETURN_IF_ERROR(ReadCommandNamespace(ctx.cmd, ctx.db_name, &ns));
-  RETURN_IF_ERROR(ForEachOtherField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "cursor") {
       Document ignored;
       return ReadDocument(it, "listIndexes.cursor", &ignored);
@@ -94,7 +77,7 @@ Status DropIndexesCommand(CommandContext& ctx, bson_t* reply) {
   std::vector<std::string> names;
   std::optional<Document> key_pattern;
   bool have_index = false;
-  RETURN_IF_ERROR(ForEachOtherField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key != "index") return UnknownField(ctx.command_name, key);
     have_index = true;
     if (BSON_ITER_HOLDS_UTF8(it)) {
@@ -128,7 +111,7 @@ Status ExplainCommand(CommandContext& ctx, bson_t* reply) {
   ExplainRequest req;
   Document inner;
   bool have_inner = false;
-  RETURN_IF_ERROR(ForEachOtherField(ctx, [&](std::string_view key, bson_iter_t* it) -> Status {
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "verbosity") return ReadString(it, "explain.verbosity", &req.verbosity);
     return UnknownField("explain", key);
   }));
@@ -146,57 +129,39 @@ Status ExplainCommand(CommandContext& ctx, bson_t* reply) {
   sub.scope = nullptr;
   req.command = inner;
   const std::string& name = sub.command_name;
+  // A write is explained by its query part, as a find of what it would change.
+  auto query_part = [&](ExplainRequest::Kind kind, const Namespace& ns, const Document& filter, bool one,
+                        const std::optional<Value>& hint) {
+    req.kind = kind;
+    req.find.ns = ns;
+    req.find.filter = filter;
+    req.find.limit = one ? 1 : 0;
+    req.find.hint = hint;
+  };
   if (name == "find") {
-    FindRequest f;
-    RETURN_IF_ERROR(ParseFind(sub, &f));
+    RETURN_IF_ERROR(ParseFind(sub, &req.find));
     req.kind = ExplainRequest::Kind::kFind;
-    req.ns = f.ns;
-    req.filter = f.filter;
-    req.sort = f.sort;
-    req.projection = f.projection;
-    req.skip = f.skip;
-    req.limit = f.limit;
-    req.hint = f.hint;
   } else if (name == "count") {
-    CountRequest c;
-    RETURN_IF_ERROR(ParseCount(sub, &c));
+    RETURN_IF_ERROR(ParseCount(sub, &req.count));
     req.kind = ExplainRequest::Kind::kCount;
-    req.ns = c.ns;
-    req.filter = c.query;
-    req.skip = c.skip;
-    req.limit = c.limit;
-    req.hint = c.hint;
   } else if (name == "distinct") {
-    DistinctRequest d;
-    RETURN_IF_ERROR(ParseDistinct(sub, &d));
+    RETURN_IF_ERROR(ParseDistinct(sub, &req.distinct));
     req.kind = ExplainRequest::Kind::kDistinct;
-    req.ns = d.ns;
-    req.filter = d.query;
-    req.distinct_key = d.key;
   } else if (name == "update") {
     UpdateRequest u;
     RETURN_IF_ERROR(ParseUpdate(sub, &u));
-    req.kind = ExplainRequest::Kind::kUpdate;
-    req.ns = u.ns;
-    req.filter = u.updates[0].q;
-    req.multi = u.updates[0].multi;
-    req.hint = u.updates[0].hint;
+    const UpdateStatement& st = u.updates[0];
+    query_part(ExplainRequest::Kind::kUpdate, u.ns, st.q, !st.multi, st.hint);
   } else if (name == "delete") {
     DeleteRequest d;
     RETURN_IF_ERROR(ParseDelete(sub, &d));
-    req.kind = ExplainRequest::Kind::kDelete;
-    req.ns = d.ns;
-    req.filter = d.deletes[0].q;
-    req.multi = d.deletes[0].limit == 0;
-    req.hint = d.deletes[0].hint;
+    const DeleteStatement& st = d.deletes[0];
+    query_part(ExplainRequest::Kind::kDelete, d.ns, st.q, st.limit != 0, st.hint);
   } else if (name == "findAndModify" || name == "findandmodify") {
     FindAndModifyRequest f;
     RETURN_IF_ERROR(ParseFindAndModify(sub, &f));
-    req.kind = ExplainRequest::Kind::kFindAndModify;
-    req.ns = f.ns;
-    req.filter = f.query;
-    req.sort = f.sort;
-    req.hint = f.hint;
+    query_part(ExplainRequest::Kind::kFindAndModify, f.ns, f.query, true, f.hint);
+    req.find.sort = f.sort;  // the document it would pick is the first in this order
   } else {
     return Status(ErrorCode::kCommandNotFound, "Explain failed due to unknown command: " + name);
   }

@@ -329,13 +329,13 @@ StatusOr<Document> Collection::Explain(DocumentView filter, const FindOptions& o
   ExplainRequest req;
   req.kind = ExplainRequest::Kind::kFind;
   req.verbosity = verbosity;
-  req.ns = Namespace{db_name_, name_};
-  req.filter = CopyOrEmpty(filter);
-  req.projection = options.projection;
-  req.sort = options.sort;
-  req.skip = options.skip;
-  req.limit = options.limit;
-  req.hint = HintValue(options.hint_name, options.hint);
+  req.find.ns = Namespace{db_name_, name_};
+  req.find.filter = CopyOrEmpty(filter);
+  req.find.projection = options.projection;
+  req.find.sort = options.sort;
+  req.find.skip = options.skip;
+  req.find.limit = options.limit;
+  req.find.hint = HintValue(options.hint_name, options.hint);
   return db_->rep_->db->Explain(req);
 }
 

@@ -7,11 +7,8 @@
 // report nReturned, totalKeysExamined and totalDocsExamined.
 #include <chrono>
 
-#include "engine/index/planner.h"
-#include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
-#include "engine/storage/record.h"
 
 namespace gatedb {
 
@@ -37,66 +34,43 @@ StatusOr<Document> DBImpl::Explain(const ExplainRequest& req) {
   PlanStats stats;
   int64_t n_returned = 0;
   auto started = std::chrono::steady_clock::now();
+  const Namespace* ns = &req.find.ns;
+  const Document* filter = &req.find.filter;
   switch (req.kind) {
     case ExplainRequest::Kind::kFind: {
-      FindRequest f;
-      f.ns = req.ns;
-      f.filter = req.filter;
-      f.projection = req.projection;
-      f.sort = req.sort;
-      f.skip = req.skip;
-      f.limit = req.limit;
-      f.hint = req.hint;
+      const FindRequest& f = req.find;
       ASSIGN_OR_RETURN(FindResult r, FindWithStats(f, &stats));
       n_returned = static_cast<int64_t>(r.docs.size());
       if (stats.plan.empty()) break;
-      if (req.skip > 0) stats.plan = Wrap("SKIP", stats.plan.bson(), "skipAmount", req.skip);
-      if (req.limit > 0) stats.plan = Wrap("LIMIT", stats.plan.bson(), "limitAmount", req.limit);
-      if (!req.projection.empty()) {
-        stats.plan = Wrap("PROJECTION_DEFAULT", stats.plan.bson(), nullptr, 0, req.projection.bson(), "transformBy");
+      if (f.skip > 0) stats.plan = Wrap("SKIP", stats.plan.bson(), "skipAmount", f.skip);
+      if (f.limit > 0) stats.plan = Wrap("LIMIT", stats.plan.bson(), "limitAmount", f.limit);
+      if (!f.projection.empty()) {
+        stats.plan = Wrap("PROJECTION_DEFAULT", stats.plan.bson(), nullptr, 0, f.projection.bson(), "transformBy");
       }
       break;
     }
     case ExplainRequest::Kind::kCount: {
-      CountRequest c;
-      c.ns = req.ns;
-      c.query = req.filter;
-      c.skip = req.skip;
-      c.limit = req.limit;
-      c.hint = req.hint;
-      ASSIGN_OR_RETURN(int64_t n, CountWithStats(c, &stats));
+      ns = &req.count.ns;
+      filter = &req.count.query;
+      ASSIGN_OR_RETURN(int64_t n, CountWithStats(req.count, &stats));
       (void)n;
       if (!stats.plan.empty()) stats.plan = Wrap("COUNT", stats.plan.bson());
       break;
     }
     case ExplainRequest::Kind::kDistinct: {
-      DistinctRequest d;
-      d.ns = req.ns;
-      d.key = req.distinct_key;
-      d.query = req.filter;
-      ASSIGN_OR_RETURN(std::vector<Value> values, DistinctWithStats(d, &stats));
+      ns = &req.distinct.ns;
+      filter = &req.distinct.query;
+      ASSIGN_OR_RETURN(std::vector<Value> values, DistinctWithStats(req.distinct, &stats));
       n_returned = static_cast<int64_t>(values.size());
       break;
     }
     case ExplainRequest::Kind::kUpdate:
     case ExplainRequest::Kind::kDelete:
     case ExplainRequest::Kind::kFindAndModify: {
-      RETURN_IF_ERROR(ValidateNamespace(req.ns));
-      ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(req.filter.bson()));
-      std::optional<index::Hint> hint;
-      if (req.hint) {
-        ASSIGN_OR_RETURN(index::Hint h, index::ParseHint(req.hint->get()));
-        hint = std::move(h);
-      }
-      std::shared_ptr<Collection> coll = FindCollection(req.ns);
-      if (!coll) break;
-      int64_t matched = 0;
-      const bool one = !req.multi;
-      RETURN_IF_ERROR(ForEachCandidate(*coll, req.filter.bson(), nullptr, hint ? &*hint : nullptr, nullptr, &stats,
-                                       nullptr, [&](std::string_view, const RecordView& rec) {
-                                         if (matcher->Matches(&rec.doc)) ++matched;
-                                         return !(one && matched > 0);
-                                       }));
+      // The query part alone, as a find: nothing is written, nothing returned.
+      ASSIGN_OR_RETURN(FindResult r, FindWithStats(req.find, &stats));
+      (void)r;
+      if (stats.plan.empty()) break;
       const char* stage = req.kind == ExplainRequest::Kind::kDelete ? "DELETE" : "UPDATE";
       stats.plan = Wrap(stage, stats.plan.bson());
       break;
@@ -113,9 +87,9 @@ StatusOr<Document> DBImpl::Explain(const ExplainRequest& req) {
   BSON_APPEND_UTF8(out, "explainVersion", "1");
   bson_t qp, arr;
   BSON_APPEND_DOCUMENT_BEGIN(out, "queryPlanner", &qp);
-  BSON_APPEND_UTF8(&qp, "namespace", req.ns.full().c_str());
+  BSON_APPEND_UTF8(&qp, "namespace", ns->full().c_str());
   BSON_APPEND_BOOL(&qp, "indexFilterSet", false);
-  BSON_APPEND_DOCUMENT(&qp, "parsedQuery", req.filter.bson());
+  BSON_APPEND_DOCUMENT(&qp, "parsedQuery", filter->bson());
   BSON_APPEND_DOCUMENT(&qp, "winningPlan", stats.plan.bson());
   BSON_APPEND_ARRAY_BEGIN(&qp, "rejectedPlans", &arr);
   for (size_t i = 0; i < stats.rejected.size(); ++i) {

@@ -249,16 +249,10 @@ struct ExplainRequest {
   enum class Kind { kFind, kCount, kDistinct, kUpdate, kDelete, kFindAndModify };
   Kind kind = Kind::kFind;
   std::string verbosity = "allPlansExecution";  // queryPlanner, executionStats, allPlansExecution
-  Namespace ns;
-  Document filter;
-  Document sort;
-  Document projection;
-  int64_t skip = 0;
-  int64_t limit = 0;
-  std::optional<Value> hint;
-  std::string distinct_key;
-  bool multi = false;   // update/delete: every match, or one
-  Document command;     // the explained command, echoed as `command`
+  FindRequest find;          // kFind; for a write, its query part (limit 1: one document)
+  CountRequest count;        // kCount
+  DistinctRequest distinct;  // kDistinct
+  Document command;          // the explained command, echoed as `command`
 };
 
 // A document lease.

@@ -74,14 +74,18 @@ const char* TypeEndText(uint8_t type_byte) {
   return "MaxKey";
 }
 
-VRange Point(const bson_value_t& v) {
+// `texts`: also fill lo_text/hi_text (only explain shows them: formatting a
+// value costs more than the rest of planning an equality).
+VRange Point(const bson_value_t& v, bool texts) {
   VRange r;
   r.lo = Encoded(v);
   r.hi = PrefixSuccessor(r.lo);
   r.point = true;
-  std::string t = ValueText(v);
-  r.lo_text = "[" + t;
-  r.hi_text = t + "]";
+  if (texts) {
+    std::string t = ValueText(v);
+    r.lo_text = "[" + t;
+    r.hi_text = t + "]";
+  }
   return r;
 }
 
@@ -114,14 +118,15 @@ bool Unboundable(const bson_value_t& v) {
 
 // The values a clause may match, or nullopt when it gives no bounds.
 // `exact` is set when the set is exactly the clause's matches (per value).
-std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact) {
+// `texts` as for Point().
+std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts) {
   if (exact) *exact = false;
   const bson_value_t& v = c.value;
   if (c.op == "$eq") {
     if (Unboundable(v)) return std::nullopt;
     if (v.value_type == BSON_TYPE_NULL) return RangeSet{NullRange()};
     if (exact) *exact = v.value_type != BSON_TYPE_UNDEFINED;
-    return RangeSet{Point(v)};
+    return RangeSet{Point(v, texts)};
   }
   if (c.op == "$in") {
     if (v.value_type != BSON_TYPE_ARRAY) return std::nullopt;
@@ -138,7 +143,7 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact) {
         out.push_back(NullRange());
         all_exact = false;
       } else {
-        out.push_back(Point(*e));
+        out.push_back(Point(*e, texts));
       }
     }
     std::sort(out.begin(), out.end(), [](const VRange& a, const VRange& b) { return a.lo < b.lo; });
@@ -163,7 +168,7 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact) {
     }
     std::string e = Encoded(v);
     uint8_t type_byte = static_cast<uint8_t>(e[0]);
-    std::string t = ValueText(v);
+    std::string t = texts ? ValueText(v) : std::string();
     VRange r;
     if (c.op == "$gt" || c.op == "$gte") {
       r.lo = c.op == "$gt" ? PrefixSuccessor(e) : e;
@@ -288,10 +293,10 @@ void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int
 }
 
 // The bounds of a path from its clauses; nullopt when unbounded.
-std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool multikey) {
+std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool multikey, bool texts) {
   std::optional<RangeSet> set;
   for (const Clause& c : clauses) {
-    std::optional<RangeSet> r = ClauseRanges(c, nullptr);
+    std::optional<RangeSet> r = ClauseRanges(c, nullptr, texts);
     if (!r) continue;
     if (!set) {
       set = std::move(r);
@@ -336,15 +341,15 @@ bool Implies(const Predicates& filter, const bson_t* partial) {
       if (pc.op == "$exists") {
         // $exists: true holds when a filter clause excludes missing (null) values.
         for (const Clause& fc : fit->second) {
-          std::optional<RangeSet> fr = ClauseRanges(fc, nullptr);
+          std::optional<RangeSet> fr = ClauseRanges(fc, nullptr, false);
           if (fr && !MayHoldNull(*fr)) implied = true;
         }
       } else {
         bool exact = false;
-        std::optional<RangeSet> pr = ClauseRanges(pc, &exact);
+        std::optional<RangeSet> pr = ClauseRanges(pc, &exact, false);
         if (pr && exact) {
           for (const Clause& fc : fit->second) {
-            std::optional<RangeSet> fr = ClauseRanges(fc, nullptr);
+            std::optional<RangeSet> fr = ClauseRanges(fc, nullptr, false);
             if (fr && Contains(*pr, *fr)) implied = true;
           }
         }
@@ -378,31 +383,33 @@ std::string Inverted(std::string s) {
 
 // Builds the scan of `index` from the path bounds.
 IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::vector<SortField>& sort,
-                    const IndexSpec& index) {
+                    const IndexSpec& index, bool explain) {
   IndexScan scan;
   scan.index = &index;
   const std::string prefix = IndexPrefix(collection_id, index.id);
   std::vector<std::optional<RangeSet>> sets;
   for (const IndexField& f : index.fields) {
     auto it = preds.by_path.find(f.path);
-    sets.push_back(it == preds.by_path.end() ? std::nullopt : PathRanges(it->second, index.multikey));
+    sets.push_back(it == preds.by_path.end() ? std::nullopt : PathRanges(it->second, index.multikey, explain));
   }
-  // Explain's bounds.
-  bson_t bounds = BSON_INITIALIZER;
-  for (size_t i = 0; i < index.fields.size(); ++i) {
-    bson_t arr;
-    bson_append_array_begin(&bounds, index.fields[i].path.c_str(), -1, &arr);
-    RangeSet shown = sets[i] ? *sets[i] : RangeSet{Everything()};
-    for (size_t k = 0; k < shown.size(); ++k) {
-      std::string text = shown[k].lo_text + ", " + shown[k].hi_text;
-      BSON_APPEND_UTF8(&arr, std::to_string(k).c_str(), text.c_str());
-    }
-    bson_append_array_end(&bounds, &arr);
-    if (sets[i]) ++scan.bounded_fields;
+  for (const auto& set : sets) {
+    if (set) ++scan.bounded_fields;
   }
   scan.leading_bounded = !sets.empty() && sets[0].has_value();
-  scan.bounds = Document::Adopt(bson_copy(&bounds));
-  bson_destroy(&bounds);
+  if (explain) {
+    bson_t* bounds = bson_new();
+    for (size_t i = 0; i < index.fields.size(); ++i) {
+      bson_t arr;
+      bson_append_array_begin(bounds, index.fields[i].path.c_str(), -1, &arr);
+      RangeSet shown = sets[i] ? *sets[i] : RangeSet{Everything()};
+      for (size_t k = 0; k < shown.size(); ++k) {
+        std::string text = shown[k].lo_text + ", " + shown[k].hi_text;
+        BSON_APPEND_UTF8(&arr, std::to_string(k).c_str(), text.c_str());
+      }
+      bson_append_array_end(bounds, &arr);
+    }
+    scan.bounds = Document::Adopt(bounds);
+  }
 
   std::vector<std::string> prefixes{prefix};
   std::vector<KeyRange> ranges;
@@ -445,6 +452,10 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
   }
   if (!ranged) {
     for (const std::string& p : prefixes) ranges.push_back(KeyRange{p, PrefixSuccessor(p)});
+    // Points on every field of a unique index: each prefix is a whole key.
+    scan.point_keys = index.unique && std::all_of(sets.begin(), sets.end(), [](const std::optional<RangeSet>& set) {
+      return set && std::all_of(set->begin(), set->end(), [](const VRange& r) { return r.point; });
+    });
   }
   std::sort(ranges.begin(), ranges.end(), [](const KeyRange& a, const KeyRange& b) { return a.start < b.start; });
   for (KeyRange& r : ranges) {
@@ -493,7 +504,7 @@ bool Usable(const IndexScan& scan, const Predicates& preds) {
     for (const IndexField& f : index.fields) {
       auto it = preds.by_path.find(f.path);
       if (it == preds.by_path.end()) continue;
-      std::optional<RangeSet> set = PathRanges(it->second, false);
+      std::optional<RangeSet> set = PathRanges(it->second, false, false);
       if (set && !MayHoldNull(*set)) excludes_missing = true;
     }
     if (!excludes_missing) return false;
@@ -503,11 +514,14 @@ bool Usable(const IndexScan& scan, const Predicates& preds) {
 }
 
 std::vector<IndexScan> Candidates(uint32_t collection_id, const Predicates& preds, const std::vector<SortField>& sort,
-                                  const std::vector<const IndexSpec*>& indexes) {
+                                  const std::vector<const IndexSpec*>& indexes, bool explain) {
   std::vector<IndexScan> out;
   for (const IndexSpec* index : indexes) {
     if (!index->ready) continue;
-    IndexScan scan = BuildScan(collection_id, preds, sort, *index);
+    // Cheap pre-check: with no bound on the first field, only the sort can
+    // make an index worth scanning.
+    if (sort.empty() && preds.by_path.find(index->fields[0].path) == preds.by_path.end()) continue;
+    IndexScan scan = BuildScan(collection_id, preds, sort, *index, explain);
     if (!scan.leading_bounded && !scan.provides_sort) continue;
     // A sort-only scan must cover every document: every one has a key.
     if (!Usable(scan, preds)) continue;
@@ -559,14 +573,14 @@ StatusOr<const IndexSpec*> ResolveHint(const Hint& hint, const std::vector<const
 }
 
 PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bson_t* sort,
-                         const std::vector<const IndexSpec*>& indexes) {
+                         const std::vector<const IndexSpec*>& indexes, bool explain) {
   PlanCandidates out;
   if (indexes.empty()) return out;
   Predicates preds;
   AddDocument(filter, &preds, 0);
   std::vector<SortField> sort_fields;
   if (!ParseSort(sort, &sort_fields)) sort_fields.clear();
-  out.single = Candidates(collection_id, preds, sort_fields, indexes);
+  out.single = Candidates(collection_id, preds, sort_fields, indexes, explain);
 
   if (preds.or_count == 1) {
     std::vector<std::vector<IndexScan>> per_branch;
@@ -584,7 +598,7 @@ PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bso
         if (e.key == "$or") continue;
         AddClauses(e.key.c_str(), e.value, &bp, 0);
       }
-      std::vector<IndexScan> scans = Candidates(collection_id, bp, {}, indexes);
+      std::vector<IndexScan> scans = Candidates(collection_id, bp, {}, indexes, explain);
       if (scans.empty()) {  // one branch needs a collection scan: so does the $or
         every_branch = false;
         return;
@@ -598,12 +612,13 @@ PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bso
   return out;
 }
 
-IndexScan ScanForIndex(uint32_t collection_id, const bson_t* filter, const bson_t* sort, const IndexSpec& index) {
+IndexScan ScanForIndex(uint32_t collection_id, const bson_t* filter, const bson_t* sort, const IndexSpec& index,
+                       bool explain) {
   Predicates preds;
   AddDocument(filter, &preds, 0);
   std::vector<SortField> sort_fields;
   if (!ParseSort(sort, &sort_fields)) sort_fields.clear();
-  return BuildScan(collection_id, preds, sort_fields, index);
+  return BuildScan(collection_id, preds, sort_fields, index, explain);
 }
 
 }  // namespace index

@@ -62,7 +62,10 @@ struct IndexScan {
   bool provides_sort = false;
   size_t bounded_fields = 0;     // fields with bounds (for tie-breaking and explain)
   bool leading_bounded = false;  // the first field has bounds
-  Document bounds;               // explain's indexBounds: {field: ["[1, 1]", ...]}
+  // Every range is one whole key of a unique index ([k, successor(k))): a
+  // point read of k finds its one entry, no iterator needed.
+  bool point_keys = false;
+  Document bounds;               // explain's indexBounds: {field: ["[1, 1]", ...]}; only when asked
 };
 
 // What the planner offers for one query.
@@ -85,12 +88,15 @@ StatusOr<Hint> ParseHint(const bson_value_t& v);
 
 // The candidates for `filter` (and `sort`, may be null) among `indexes`
 // (only ready ones are used).  `collection_id` prefixes the ranges.
+// `explain`: also fill each scan's `bounds` (text costs more than the rest
+// of planning an equality, so ordinary queries skip it).
 PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bson_t* sort,
-                         const std::vector<const IndexSpec*>& indexes);
+                         const std::vector<const IndexSpec*>& indexes, bool explain = false);
 
 // The scan of one chosen index (a hint): bounded by the filter where it can
 // be, otherwise the whole index.
-IndexScan ScanForIndex(uint32_t collection_id, const bson_t* filter, const bson_t* sort, const IndexSpec& index);
+IndexScan ScanForIndex(uint32_t collection_id, const bson_t* filter, const bson_t* sort, const IndexSpec& index,
+                       bool explain = false);
 
 // The index a hint names; null (with BadValue) when none does.
 StatusOr<const IndexSpec*> ResolveHint(const Hint& hint, const std::vector<const IndexSpec*>& indexes);

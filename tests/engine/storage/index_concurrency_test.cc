@@ -133,13 +133,14 @@ Status UpdateOne(DBImpl* db, const Document& q, const Document& u, int64_t* n = 
   return Status::OK();
 }
 
-Status DeleteOne(DBImpl* db, const Document& q, int64_t* n = nullptr) {
+Status DeleteOne(DBImpl* db, const Document& q, int64_t* n = nullptr, WriteScope* scope = nullptr) {
   DeleteRequest req;
   req.ns = kNs;
   DeleteStatement st;
   st.q = q;
   st.limit = 1;
   req.deletes.push_back(std::move(st));
+  req.write.scope = scope;
   auto r = db->Delete(req);
   if (!r.ok()) return r.status();
   if (n) *n = r->n;
@@ -455,6 +456,54 @@ TEST_F(IndexTxnTest, OwnIndexWritesAreVisibleInsideOnlyUntilCommit) {
   EXPECT_THAT(InsertOne(db_.get(), Json(R"({"_id": 3, "u": 20})")), test::StatusIs(ErrorCode::kDuplicateKey));
   EXPECT_THAT(InsertOne(db_.get(), Json(R"({"_id": 3, "u": 11})")), test::StatusIs(ErrorCode::kDuplicateKey));
   EXPECT_OK(InsertOne(db_.get(), Json(R"({"_id": 3, "u": 10})")));
+}
+
+// Index scans fetch documents by stepping an iterator when the keys ascend
+// (engine/storage/db_impl_plan.cc, DocFetcher) and read whole unique keys by
+// point reads.  Both must see exactly what the scope sees: its own inserts,
+// updates and deletes inside, the committed state outside.
+TEST_F(IndexTxnTest, RangeAndPointScansSeeTheScopesOwnDocumentWrites) {
+  for (int64_t i = 10; i < 60; ++i) {  // k and u ascend with _id
+    bson_t* d = bson_new();
+    BSON_APPEND_INT64(d, "_id", i);
+    BSON_APPEND_INT64(d, "u", 1000 + i);
+    BSON_APPEND_INT64(d, "k", 2000 + i);
+    ASSERT_OK(InsertOne(db_.get(), Document::Adopt(d)));
+  }
+  auto range = [](int64_t lo, int64_t hi) {
+    std::vector<int64_t> v;
+    for (int64_t i = lo; i < hi; ++i) v.push_back(i);
+    return v;
+  };
+  const Document k_range = Json(R"({"k": {"$gte": 2010, "$lt": 2060}})");
+  EXPECT_EQ(FindIds(db_.get(), k_range), range(10, 60));
+
+  ScopePtr s = Begin("t3");
+  int64_t n = 0;
+  // Delete every fifth document, move one out of the range, add one in it.
+  for (int64_t i = 10; i < 60; i += 5) {
+    ASSERT_OK(DeleteOne(db_.get(), Eq("_id", i), &n, s.get()));
+    ASSERT_EQ(n, 1);
+  }
+  ASSERT_OK(UpdateOne(db_.get(), Json(R"({"_id": 33})"), Json(R"({"$set": {"k": 9999}})"), &n, s.get()));
+  ASSERT_OK(InsertOne(db_.get(), Json(R"({"_id": 70, "u": 1070, "k": 2045})"), s.get()));
+  std::vector<int64_t> inside;
+  for (int64_t i : range(10, 60)) {
+    if (i % 5 != 0 && i != 33) inside.push_back(i);
+  }
+  inside.push_back(70);
+  EXPECT_EQ(Sorted(FindIds(db_.get(), k_range, std::nullopt, s.get())), inside);
+  EXPECT_EQ(Sorted(FindIds(db_.get(), k_range, NameHint("k_1"), s.get())), inside);
+  // Whole unique keys, forward and (through a descending sort) backward.
+  const Document u_in = Json(R"({"u": {"$in": [1015, 1016, 1033, 1070, 1071]}})");
+  EXPECT_EQ(Sorted(FindIds(db_.get(), u_in, std::nullopt, s.get())), (std::vector<int64_t>{16, 33, 70}));
+  EXPECT_EQ(Sorted(FindIds(db_.get(), u_in)), (std::vector<int64_t>{15, 16, 33}));
+  // Outside the scope: the committed documents only.
+  EXPECT_EQ(FindIds(db_.get(), k_range), range(10, 60));
+  ASSERT_OK(Commit(s.get()));
+  s.reset();
+  EXPECT_EQ(Sorted(FindIds(db_.get(), k_range)), inside);
+  CheckIndexesWhole();
 }
 
 TEST_F(IndexTxnTest, AbortedTransactionLeavesNoIndexEntries) {

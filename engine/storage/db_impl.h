@@ -55,6 +55,8 @@ class Txn;
 
 class DBImpl {
  public:
+  struct PlanStats;  // what a plan did, for explain (db_impl_internal.h)
+
   // Errors: InternalError / DataCorruptionDetected from RocksDB (for example
   // when another process holds the directory's lock).
   static StatusOr<std::unique_ptr<DBImpl>> Open(const std::string& path, const Options& options);
@@ -354,13 +356,24 @@ class DBImpl {
   Status DeleteIndexRange(const std::string& prefix);
   Status MarkMultikey(Collection& coll, const std::string& name);
   // The plan a read or a write's candidate search runs (db_impl_plan.cc).
-  struct PlanStats;
   using CandidateFn = std::function<bool(std::string_view key, const RecordView& rec)>;
   StatusOr<FindResult> FindWithStats(const FindRequest& req, PlanStats* stats);
   StatusOr<int64_t> CountWithStats(const CountRequest& req, PlanStats* stats);
   StatusOr<std::vector<Value>> DistinctWithStats(const DistinctRequest& req, PlanStats* stats);
   Status ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort, const index::Hint* hint,
                           Txn* txn, PlanStats* stats, bool* sorted, const CandidateFn& fn) const;
+ public:
+  // Internal to engine/storage (db_impl_internal.h), public so that its
+  // helper classes can name it.
+  class PlanExecutor;  // a chosen plan, pulled one candidate document at a time
+ private:
+  // Chooses the plan (stats: explain's stages, may be null; *sorted: the
+  // plan yields the sort's order) and opens it.  The executor holds what it
+  // reads (snapshot, iterators, index catalog): it may outlive this call,
+  // not the transaction `txn`.
+  StatusOr<std::unique_ptr<PlanExecutor>> OpenPlan(const Collection& coll, const bson_t* filter, const bson_t* sort,
+                                                   const index::Hint* hint, Txn* txn, PlanStats* stats,
+                                                   bool* sorted) const;
 
   const std::string path_;
   const Options options_;

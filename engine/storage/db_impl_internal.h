@@ -46,6 +46,17 @@ Status CheckValidation(const CollectionOptions& opts, const bson_t* old_doc, con
                        const WriteOptionsInternal& w);
 
 // What a query plan did, for explain.
+// A chosen query plan (IDHACK, COLLSCAN, IXSCAN or OR), pulled one
+// candidate document at a time (db_impl_plan.cc).  Candidates are not yet
+// matched against the filter.
+class DBImpl::PlanExecutor {
+ public:
+  virtual ~PlanExecutor() = default;
+  // The next candidate: true with *key (the document's key) and *rec valid
+  // until the next call; false at the end.
+  virtual StatusOr<bool> Next(std::string_view* key, RecordView* rec) = 0;
+};
+
 struct DBImpl::PlanStats {
   Document plan;                 // the winning plan's stage tree (below SORT/SKIP/LIMIT)
   std::vector<Document> rejected;

@@ -180,46 +180,220 @@ class DocFetcher {
 
 }  // namespace
 
-Status DBImpl::ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort,
-                                const index::Hint* hint, Txn* txn, PlanStats* stats, bool* sorted,
-                                const CandidateFn& fn) const {
+namespace {
+
+// IDHACK: one point read.
+class PointExecutor : public DBImpl::PlanExecutor {
+ public:
+  PointExecutor(rocksdb::TransactionDB* db, Txn* txn, rocksdb::ColumnFamilyHandle* cf, const rocksdb::ReadOptions& ro,
+                std::string key, DBImpl::PlanStats* st)
+      : db_(db), txn_(txn), cf_(cf), ro_(ro), key_(std::move(key)), st_(st != nullptr ? st : &own_stats_) {}
+
+  StatusOr<bool> Next(std::string_view* key, RecordView* rec) override {
+    if (done_) return false;
+    done_ = true;
+    rocksdb::Status s = txn_ ? (*txn_)->Get(ro_, cf_, key_, &value_) : db_->Get(ro_, cf_, key_, &value_);
+    ++st_->keys_examined;
+    if (s.IsNotFound()) return false;
+    RETURN_IF_ERROR(FromRocks(s));
+    ++st_->docs_examined;
+    RETURN_IF_ERROR(DecodeRecord(std::string_view(value_.data(), value_.size()), rec));
+    *key = key_;
+    return true;
+  }
+
+ private:
+  rocksdb::TransactionDB* db_;
+  Txn* txn_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  rocksdb::ReadOptions ro_;
+  std::string key_;
+  DBImpl::PlanStats own_stats_;  // when the caller keeps none
+  DBImpl::PlanStats* st_;
+  rocksdb::PinnableSlice value_;
+  bool done_ = false;
+};
+
+// COLLSCAN: every document of the collection in _id order.  The iterator
+// reads one implicit snapshot (or the transaction's).
+class CollScanExecutor : public DBImpl::PlanExecutor {
+ public:
+  CollScanExecutor(rocksdb::TransactionDB* db, Txn* txn, rocksdb::ColumnFamilyHandle* cf, rocksdb::ReadOptions ro,
+                   uint32_t collection_id, DBImpl::PlanStats* st)
+      : prefix_(keys::CollectionPrefix(collection_id)),
+        end_(keys::CollectionUpperBound(collection_id)),
+        upper_(end_),
+        ro_(ro),
+        st_(st != nullptr ? st : &own_stats_) {
+    ro_.iterate_upper_bound = &upper_;
+    it_.reset(txn ? (*txn)->GetIterator(ro_, cf) : db->NewIterator(ro_, cf));
+    it_->Seek(prefix_);
+  }
+
+  StatusOr<bool> Next(std::string_view* key, RecordView* rec) override {
+    if (started_) it_->Next();
+    started_ = true;
+    // A transaction's iterator does not bound its own pending writes by
+    // iterate_upper_bound: stop at the collection's end explicitly.
+    if (!it_->Valid() || !it_->key().starts_with(prefix_)) {
+      RETURN_IF_ERROR(FromRocks(it_->status()));
+      return false;
+    }
+    ++st_->docs_examined;
+    rocksdb::Slice v = it_->value();
+    RETURN_IF_ERROR(DecodeRecord(std::string_view(v.data(), v.size()), rec));
+    *key = std::string_view(it_->key().data(), it_->key().size());
+    return true;
+  }
+
+ private:
+  const std::string prefix_;
+  const std::string end_;
+  rocksdb::Slice upper_;
+  rocksdb::ReadOptions ro_;
+  DBImpl::PlanStats own_stats_;
+  DBImpl::PlanStats* st_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+  bool started_ = false;
+};
+
+// IXSCAN and OR: the entries of one or more index scans, each entry's
+// document fetched (once, when entries may repeat).  Holds the catalog the
+// scans point into and, outside a transaction, the snapshot that keeps
+// entries and documents consistent.
+class IndexExecutor : public DBImpl::PlanExecutor {
+ public:
+  IndexExecutor(rocksdb::TransactionDB* db, Txn* txn, rocksdb::ColumnFamilyHandle* docs_cf,
+                rocksdb::ColumnFamilyHandle* index_cf, rocksdb::ReadOptions ro,
+                std::unique_ptr<ScopedSnapshot> snapshot, std::shared_ptr<const IndexCatalog> catalog,
+                std::vector<index::IndexScan> scans, uint32_t collection_id, DBImpl::PlanStats* st)
+      : db_(db),
+        txn_(txn),
+        index_cf_(index_cf),
+        snapshot_(std::move(snapshot)),
+        ro_(ro),
+        catalog_(std::move(catalog)),
+        scans_(std::move(scans)),
+        coll_prefix_(keys::CollectionPrefix(collection_id)),
+        dedupe_(scans_.size() > 1 || scans_[0].index->multikey),
+        fetcher_(db, txn, docs_cf, ro_),
+        st_(st != nullptr ? st : &own_stats_) {}
+
+  StatusOr<bool> Next(std::string_view* key, RecordView* rec) override {
+    for (;;) {
+      rocksdb::Slice entry;
+      ASSIGN_OR_RETURN(bool more, NextEntry(&entry));
+      if (!more) return false;
+      ++st_->keys_examined;
+      doc_key_.assign(coll_prefix_);
+      doc_key_.append(entry.data(), entry.size());
+      if (dedupe_ && !seen_.insert(doc_key_).second) continue;
+      bool found = false;
+      rocksdb::Slice value;
+      RETURN_IF_ERROR(fetcher_.Fetch(doc_key_, &found, &value));
+      if (!found) continue;  // an entry without its document cannot be in one snapshot; be safe
+      ++st_->docs_examined;
+      RETURN_IF_ERROR(DecodeRecord(std::string_view(value.data(), value.size()), rec));
+      *key = doc_key_;
+      return true;
+    }
+  }
+
+ private:
+  // The next index entry's value (the document's _id encoding), in scan order.
+  StatusOr<bool> NextEntry(rocksdb::Slice* entry) {
+    while (scan_ < scans_.size()) {
+      const index::IndexScan& scan = scans_[scan_];
+      const size_t n = scan.ranges.size();
+      if (scan.point_keys) {  // whole unique keys: point reads of the entries
+        while (range_ < n) {
+          const index::KeyRange& r = scan.ranges[scan.reverse ? n - 1 - range_ : range_];
+          ++range_;
+          point_.Reset();
+          rocksdb::Status s = txn_ ? (*txn_)->Get(ro_, index_cf_, r.start, &point_)
+                                   : db_->Get(ro_, index_cf_, r.start, &point_);
+          if (s.IsNotFound()) continue;
+          RETURN_IF_ERROR(FromRocks(s));
+          *entry = point_;
+          return true;
+        }
+      } else {
+        if (it_ == nullptr) {
+          it_.reset(txn_ ? (*txn_)->GetIterator(ro_, index_cf_) : db_->NewIterator(ro_, index_cf_));
+        }
+        while (range_ < n) {
+          if (!scan.reverse) {
+            const index::KeyRange& r = scan.ranges[range_];
+            if (!positioned_) {
+              it_->Seek(r.start);
+              positioned_ = true;
+            } else {
+              it_->Next();
+            }
+            if (it_->Valid() && it_->key().compare(r.end) < 0) {
+              *entry = it_->value();
+              return true;
+            }
+          } else {
+            const index::KeyRange& r = scan.ranges[n - 1 - range_];
+            if (!positioned_) {
+              it_->SeekForPrev(r.end);
+              if (it_->Valid() && it_->key().compare(r.end) >= 0) it_->Prev();
+              positioned_ = true;
+            } else {
+              it_->Prev();
+            }
+            if (it_->Valid() && it_->key().compare(r.start) >= 0) {
+              *entry = it_->value();
+              return true;
+            }
+          }
+          RETURN_IF_ERROR(FromRocks(it_->status()));
+          ++range_;
+          positioned_ = false;
+        }
+      }
+      ++scan_;
+      range_ = 0;
+      positioned_ = false;
+    }
+    return false;
+  }
+
+  rocksdb::TransactionDB* db_;
+  Txn* txn_;
+  rocksdb::ColumnFamilyHandle* index_cf_;
+  std::unique_ptr<ScopedSnapshot> snapshot_;  // before ro_'s users: released last
+  rocksdb::ReadOptions ro_;
+  std::shared_ptr<const IndexCatalog> catalog_;  // the scans' IndexSpecs live in it
+  std::vector<index::IndexScan> scans_;
+  const std::string coll_prefix_;
+  const bool dedupe_;
+  DocFetcher fetcher_;
+  DBImpl::PlanStats own_stats_;
+  DBImpl::PlanStats* st_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+  rocksdb::PinnableSlice point_;
+  size_t scan_ = 0;
+  size_t range_ = 0;
+  bool positioned_ = false;
+  std::unordered_set<std::string> seen_;
+  std::string doc_key_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<DBImpl::PlanExecutor>> DBImpl::OpenPlan(const Collection& coll, const bson_t* filter,
+                                                                 const bson_t* sort, const index::Hint* hint, Txn* txn,
+                                                                 PlanStats* stats, bool* sorted) const {
   if (sorted) *sorted = false;
-  PlanStats local;
-  PlanStats* st = stats ? stats : &local;
+  PlanStats* st = stats;  // null: each executor counts for itself
   rocksdb::ReadOptions ro;
   if (txn) ro.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions
 
-  auto point_read = [&](const std::string& key) -> Status {
-    rocksdb::PinnableSlice value;
-    rocksdb::Status s = txn ? (*txn)->Get(ro, docs_cf_, key, &value) : db_->Get(ro, docs_cf_, key, &value);
-    ++st->keys_examined;
-    if (s.IsNotFound()) return Status::OK();
-    RETURN_IF_ERROR(FromRocks(s));
-    ++st->docs_examined;
-    RecordView rec;
-    RETURN_IF_ERROR(DecodeRecord(std::string_view(value.data(), value.size()), &rec));
-    fn(key, rec);
-    return Status::OK();
-  };
-  auto collection_scan = [&]() -> Status {
+  auto collection_scan = [&]() -> std::unique_ptr<PlanExecutor> {
     if (stats) stats->plan = SimpleStage("COLLSCAN", filter);
-    std::string prefix = keys::CollectionPrefix(coll.info.id);
-    std::string end = keys::CollectionUpperBound(coll.info.id);
-    rocksdb::Slice upper(end);
-    rocksdb::ReadOptions sro = ro;
-    sro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> it(txn ? (*txn)->GetIterator(sro, docs_cf_) : db_->NewIterator(sro, docs_cf_));
-    for (it->Seek(prefix); it->Valid(); it->Next()) {
-      // A transaction's iterator does not bound its own pending writes by
-      // iterate_upper_bound: stop at the collection's end explicitly.
-      if (!it->key().starts_with(prefix)) break;
-      ++st->docs_examined;
-      RecordView rec;
-      rocksdb::Slice v = it->value();
-      RETURN_IF_ERROR(DecodeRecord(std::string_view(v.data(), v.size()), &rec));
-      if (!fn(std::string_view(it->key().data(), it->key().size()), rec)) break;
-    }
-    return FromRocks(it->status());
+    return std::make_unique<CollScanExecutor>(db_, txn, docs_cf_, ro, coll.info.id, st);
   };
 
   std::shared_ptr<const IndexCatalog> cat = coll.indexes();
@@ -240,23 +414,20 @@ Status DBImpl::ForEachCandidate(const Collection& coll, const bson_t* filter, co
   bson_value_t id;
   if (forced == nullptr && !forced_natural && PointIdFromFilter(filter, &id)) {
     if (stats) stats->plan = SimpleStage("IDHACK", nullptr);
-    return point_read(keys::EncodeDocKey(coll.info.id, id));
+    return std::unique_ptr<PlanExecutor>(
+        std::make_unique<PointExecutor>(db_, txn, docs_cf_, ro, keys::EncodeDocKey(coll.info.id, id), st));
   }
   if (forced_natural || specs.empty()) return collection_scan();
 
   // One snapshot for the index entries and the documents they name.
-  std::optional<ScopedSnapshot> snap;
+  std::unique_ptr<ScopedSnapshot> snap;
   if (txn == nullptr) {
-    snap.emplace(db_);
+    snap = std::make_unique<ScopedSnapshot>(db_);
     ro.snapshot = snap->get();
   }
-  auto new_index_iter = [&]() -> std::unique_ptr<rocksdb::Iterator> {
-    return std::unique_ptr<rocksdb::Iterator>(txn ? (*txn)->GetIterator(ro, index_cf_)
-                                                  : db_->NewIterator(ro, index_cf_));
-  };
   auto count_keys = [&](const index::IndexScan& scan) -> int64_t {
     int64_t n = 0;
-    std::unique_ptr<rocksdb::Iterator> it = new_index_iter();
+    std::unique_ptr<rocksdb::Iterator> it(txn ? (*txn)->GetIterator(ro, index_cf_) : db_->NewIterator(ro, index_cf_));
     for (const index::KeyRange& r : scan.ranges) {
       for (it->Seek(r.start); it->Valid() && it->key().compare(r.end) < 0 && n < kTrialKeys; it->Next()) ++n;
       if (n >= kTrialKeys) break;
@@ -320,64 +491,20 @@ Status DBImpl::ForEachCandidate(const Collection& coll, const bson_t* filter, co
   }
   if (stats) stats->plan = is_or ? OrStage(filter, chosen) : FetchStage(filter, IxscanStage(chosen[0]).bson());
   if (sorted && !is_or) *sorted = chosen[0].provides_sort;
+  return std::unique_ptr<PlanExecutor>(std::make_unique<IndexExecutor>(
+      db_, txn, docs_cf_, index_cf_, ro, std::move(snap), std::move(cat), std::move(chosen), coll.info.id, st));
+}
 
-  const std::string coll_prefix = keys::CollectionPrefix(coll.info.id);
-  bool dedupe = is_or || chosen[0].index->multikey;
-  std::unordered_set<std::string> seen;
-  bool stop = false;
-  DocFetcher fetcher(db_, txn, docs_cf_, ro);
-  std::string doc_key;
-  auto visit = [&](const rocksdb::Slice& idenc) -> Status {
-    ++st->keys_examined;
-    doc_key.assign(coll_prefix);
-    doc_key.append(idenc.data(), idenc.size());
-    if (dedupe && !seen.insert(doc_key).second) return Status::OK();
-    bool found = false;
-    rocksdb::Slice value;
-    RETURN_IF_ERROR(fetcher.Fetch(doc_key, &found, &value));
-    if (!found) return Status::OK();
-    ++st->docs_examined;
-    RecordView rec;
-    RETURN_IF_ERROR(DecodeRecord(std::string_view(value.data(), value.size()), &rec));
-    if (!fn(doc_key, rec)) stop = true;
-    return Status::OK();
-  };
-  for (const index::IndexScan& scan : chosen) {
-    if (scan.point_keys) {  // whole unique keys: point reads of the entries
-      rocksdb::PinnableSlice entry;
-      const size_t n = scan.ranges.size();
-      for (size_t i = 0; i < n && !stop; ++i) {
-        const index::KeyRange& r = scan.ranges[scan.reverse ? n - 1 - i : i];
-        entry.Reset();
-        rocksdb::Status s = txn ? (*txn)->Get(ro, index_cf_, r.start, &entry) : db_->Get(ro, index_cf_, r.start, &entry);
-        if (s.IsNotFound()) continue;
-        RETURN_IF_ERROR(FromRocks(s));
-        RETURN_IF_ERROR(visit(entry));
-      }
-      if (stop) break;
-      continue;
-    }
-    std::unique_ptr<rocksdb::Iterator> it = new_index_iter();
-    if (!scan.reverse) {
-      for (const index::KeyRange& r : scan.ranges) {
-        for (it->Seek(r.start); !stop && it->Valid() && it->key().compare(r.end) < 0; it->Next()) {
-          RETURN_IF_ERROR(visit(it->value()));
-        }
-        if (stop) break;
-      }
-    } else {
-      for (auto r = scan.ranges.rbegin(); r != scan.ranges.rend() && !stop; ++r) {
-        it->SeekForPrev(r->end);
-        if (it->Valid() && it->key().compare(r->end) >= 0) it->Prev();
-        for (; !stop && it->Valid() && it->key().compare(r->start) >= 0; it->Prev()) {
-          RETURN_IF_ERROR(visit(it->value()));
-        }
-      }
-    }
-    RETURN_IF_ERROR(FromRocks(it->status()));
-    if (stop) break;
+Status DBImpl::ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort,
+                                const index::Hint* hint, Txn* txn, PlanStats* stats, bool* sorted,
+                                const CandidateFn& fn) const {
+  ASSIGN_OR_RETURN(std::unique_ptr<PlanExecutor> exec, OpenPlan(coll, filter, sort, hint, txn, stats, sorted));
+  std::string_view key;
+  RecordView rec;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool more, exec->Next(&key, &rec));
+    if (!more || !fn(key, rec)) return Status::OK();
   }
-  return Status::OK();
 }
 
 }  // namespace gatedb

@@ -150,6 +150,7 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
     SessionFields session;
     Status ss = ReadSessionFields(cmd, &session);
     if (!ss.ok()) return ErrorReply(ss);
+    if (session.has_lsid) ctx.session = session.lsid;
     if (session.txn_number && !session.has_lsid) {
       return ErrorReply(Status(ErrorCode::kInvalidOptions, "txnNumber may only be provided for operations inside a session (lsid)"));
     }

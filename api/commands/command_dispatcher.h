@@ -14,6 +14,7 @@
 
 #include <string>
 
+#include "engine/storage/cursor.h"
 #include "gatedb/document.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
@@ -39,6 +40,7 @@ struct CommandContext {
   // (A keyed write needs nothing here: the engine runs the idempotency
   // protocol for any request whose write context holds taskId and writeSeq.)
   WriteScope* scope = nullptr;
+  std::string session;       // the lsid document's bytes; empty without one
   std::string db_name;       // from $db; "test" when absent
   std::string command_name;  // the first field's name
   const bson_t* cmd = nullptr;
@@ -51,7 +53,8 @@ using CommandFn = Status (*)(CommandContext& ctx, bson_t* reply);
 
 // CRUD (crud_commands.cc).
 // Parsers shared by the commands and explain: fill the request from ctx.cmd.
-Status ParseFind(CommandContext& ctx, FindRequest* out);
+// `page` (may be null) gets batchSize and singleBatch.
+Status ParseFind(CommandContext& ctx, FindRequest* out, CursorRequest* page = nullptr);
 Status ParseCount(CommandContext& ctx, CountRequest* out);
 Status ParseDistinct(CommandContext& ctx, DistinctRequest* out);
 Status ParseUpdate(CommandContext& ctx, UpdateRequest* out);

@@ -142,5 +142,49 @@ void AppendError(const Status& status, bson_t* reply) {
   if (const Document* info = status.err_info()) BSON_APPEND_DOCUMENT(reply, "errInfo", info->bson());
 }
 
+void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* out) {
+  bson_t arr;
+  bson_append_array_begin(out, name, -1, &arr);
+  char keybuf[16];
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const char* key;
+    size_t len = bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
+    bson_append_document(&arr, key, static_cast<int>(len), docs[i].bson());
+  }
+  bson_append_array_end(out, &arr);
+}
+
+Status ReadBatchSize(const bson_iter_t* it, std::string_view context, int64_t* out) {
+  int64_t b = 0;
+  RETURN_IF_ERROR(ReadInt64(it, context, &b));
+  if (b < 0) return Status(ErrorCode::kBadValue, "BatchSize value must be non-negative, but received: " + std::to_string(b));
+  *out = b;
+  return Status::OK();
+}
+
+Status ReadMaxTimeMS(const bson_iter_t* it, int64_t* out) {
+  int64_t ms = 0;
+  if (!BSON_ITER_HOLDS_NUMBER(it) || !ReadInt64(it, "maxTimeMS", &ms).ok()) {
+    return Status(ErrorCode::kBadValue, "maxTimeMS must be a number");
+  }
+  if (ms < 0 || ms > INT32_MAX) {
+    return Status(ErrorCode::kBadValue, "maxTimeMS value must be between 0 and 2147483647, but received: " +
+                                            std::to_string(ms));
+  }
+  *out = ms;
+  return Status::OK();
+}
+
+void AppendCursorReply(const CursorPage& page, const char* batch_name, bool field_versions, bson_t* reply) {
+  bson_t cursor;
+  BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
+  AppendDocsArray(batch_name, page.batch.docs, &cursor);
+  // gatedb: each document's field versions, parallel to the batch.
+  if (field_versions) AppendDocsArray("fieldVersions", page.batch.field_versions, &cursor);
+  BSON_APPEND_INT64(&cursor, "id", page.cursor_id);
+  BSON_APPEND_UTF8(&cursor, "ns", page.ns.c_str());
+  bson_append_document_end(reply, &cursor);
+}
+
 }  // namespace commands
 }  // namespace gatedb

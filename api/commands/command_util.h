@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "gatedb/document.h"
+#include "engine/storage/cursor.h"
 #include "engine/storage/requests.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
@@ -36,6 +37,17 @@ Status ReadInt64(const bson_iter_t* it, std::string_view context, int64_t* out);
 Status ReadDocument(const bson_iter_t* it, std::string_view context, Document* out);
 // Points `out` (a static bson_t) at an array's bytes.
 Status ReadArray(const bson_iter_t* it, std::string_view context, bson_t* out);
+
+// A cursor's batchSize: a non-negative integer (BadValue otherwise, with
+// MongoDB's message).
+Status ReadBatchSize(const bson_iter_t* it, std::string_view context, int64_t* out);
+// maxTimeMS: a non-negative integer number of milliseconds, at most
+// INT32_MAX (BadValue otherwise); 0 means no limit.
+Status ReadMaxTimeMS(const bson_iter_t* it, int64_t* out);
+// Appends docs as the array `name` of `out`.
+void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* out);
+// {cursor: {<batch_name>: [...], [fieldVersions: [...]], id, ns}}
+void AppendCursorReply(const CursorPage& page, const char* batch_name, bool field_versions, bson_t* reply);
 
 // PROTOCOL.md's writeContext: {agentId, taskId, writeSeq, source, readAt}
 // (readAt a date).

@@ -64,18 +64,6 @@ void AppendReplayed(bool replayed, bson_t* reply) {
   if (replayed) BSON_APPEND_BOOL(reply, "replayed", true);
 }
 
-void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* reply) {
-  bson_t arr;
-  bson_append_array_begin(reply, name, -1, &arr);
-  char keybuf[16];
-  for (size_t i = 0; i < docs.size(); ++i) {
-    const char* key;
-    bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
-    bson_append_document(&arr, key, -1, docs[i].bson());
-  }
-  bson_append_array_end(reply, &arr);
-}
-
 // Iterates an array field whose elements must be documents.
 template <typename Fn>
 Status ForEachDocInArray(const bson_iter_t* array_it, std::string_view context, Fn&& fn) {
@@ -129,7 +117,9 @@ Status InsertCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
-Status ParseFind(CommandContext& ctx, FindRequest* out) {
+Status ParseFind(CommandContext& ctx, FindRequest* out, CursorRequest* page) {
+  CursorRequest ignored;
+  if (page == nullptr) page = &ignored;
   FindRequest& req = *out;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
@@ -140,13 +130,19 @@ Status ParseFind(CommandContext& ctx, FindRequest* out) {
     if (key == "skip") return ReadInt64(it, c, &req.skip);
     if (key == "limit") return ReadInt64(it, c, &req.limit);
     if (key == "batchSize") {
-      int64_t b;
-      RETURN_IF_ERROR(ReadInt64(it, c, &b));
-      if (b < 0) return Status(ErrorCode::kBadValue, "BatchSize value must be non-negative, but received: " + std::to_string(b));
-      return Status::OK();  // everything comes back in the first batch
+      RETURN_IF_ERROR(ReadBatchSize(it, c, &page->batch_size));
+      page->empty_first_batch = page->batch_size == 0;
+      return Status::OK();
     }
-    if (key == "singleBatch" || key == "allowDiskUse" || key == "noCursorTimeout" || key == "returnKey" ||
-        key == "showRecordId" || key == "tailable" || key == "awaitData" || key == "allowPartialResults") {
+    if (key == "singleBatch") return ReadBool(it, c, &page->single_batch);
+    if (key == "allowDiskUse") return ReadBool(it, c, &req.allow_disk_use);
+    if (key == "tailable" || key == "awaitData") {
+      bool b = false;
+      RETURN_IF_ERROR(ReadBool(it, c, &b));
+      if (b) return Status(ErrorCode::kBadValue, "find's " + std::string(key) + " is not supported: gatedb has no capped collections");
+      return Status::OK();
+    }
+    if (key == "noCursorTimeout" || key == "returnKey" || key == "showRecordId" || key == "allowPartialResults") {
       bool b;
       return ReadBool(it, c, &b);
     }
@@ -158,6 +154,8 @@ Status ParseFind(CommandContext& ctx, FindRequest* out) {
     if (key == "fieldVersions") return ReadBool(it, c, &req.field_versions);
     return UnknownField(ctx.command_name, key);
   }));
+  bson_iter_t mt;
+  if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) RETURN_IF_ERROR(ReadMaxTimeMS(&mt, &req.max_time_ms));
   if (req.lock_documents && ctx.scope == nullptr) {
     return Status(ErrorCode::kBadValue, "lockDocuments is for reads inside a transaction");
   }
@@ -167,16 +165,14 @@ Status ParseFind(CommandContext& ctx, FindRequest* out) {
 
 Status FindCommand(CommandContext& ctx, bson_t* reply) {
   FindRequest req;
-  RETURN_IF_ERROR(ParseFind(ctx, &req));
-  ASSIGN_OR_RETURN(FindResult result, ctx.db->Find(req));
-  bson_t cursor;
-  BSON_APPEND_DOCUMENT_BEGIN(reply, "cursor", &cursor);
-  AppendDocsArray("firstBatch", result.docs, &cursor);
-  // gatedb: each document's field versions, parallel to firstBatch.
-  if (req.field_versions) AppendDocsArray("fieldVersions", result.field_versions, &cursor);
-  BSON_APPEND_INT64(&cursor, "id", 0);
-  BSON_APPEND_UTF8(&cursor, "ns", req.ns.full().c_str());
-  bson_append_document_end(reply, &cursor);
+  CursorRequest page;
+  RETURN_IF_ERROR(ParseFind(ctx, &req, &page));
+  // A limit smaller than the batch: the first batch is the whole result.
+  if (req.limit > 0 && req.limit < page.batch_size) page.batch_size = req.limit;
+  page.session = ctx.session;
+  page.scope = ctx.scope;
+  ASSIGN_OR_RETURN(CursorPage result, ctx.db->FindPage(req, page));
+  AppendCursorReply(result, "firstBatch", req.field_versions, reply);
   return Status::OK();
 }
 
@@ -184,24 +180,66 @@ Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
   bson_iter_t it;
   bson_iter_init(&it, ctx.cmd);
   bson_iter_next(&it);
-  int64_t id = 0;
-  RETURN_IF_ERROR(ReadInt64(&it, "getMore", &id));
-  // find answers with the whole result and cursor id 0, so no cursor is
-  // ever open.
-  return Status(ErrorCode::kCursorNotFound, "cursor id " + std::to_string(id) + " not found");
+  if (!BSON_ITER_HOLDS_INT64(&it)) return TypeError("getMore", bson_iter_type(&it), "long");
+  const int64_t id = bson_iter_int64(&it);
+  std::string coll;
+  bool have_coll = false;
+  CursorRequest page;
+  page.batch_size = 0;  // getMore: as many as fit in 16 MiB
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* f) -> Status {
+    std::string c = Ctx(ctx, key);
+    if (key == "collection") {
+      have_coll = true;
+      return ReadString(f, c, &coll);
+    }
+    if (key == "batchSize") return ReadBatchSize(f, c, &page.batch_size);
+    if (key == "term" || key == "lastKnownCommittedOpTime") return Status::OK();
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_coll) return MissingField(ctx.command_name, "collection");
+  // maxTimeMS on a getMore is for awaitData cursors (change streams), as in MongoDB.
+  bson_iter_t mt;
+  if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) {
+    return Status(ErrorCode::kBadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
+  }
+  Namespace ns{ctx.db_name, coll};
+  page.session = ctx.session;
+  page.scope = ctx.scope;
+  ASSIGN_OR_RETURN(CursorPage result, ctx.db->GetMore(id, ns.full(), page));
+  AppendCursorReply(result, "nextBatch", false, reply);
+  return Status::OK();
 }
 
 Status KillCursorsCommand(CommandContext& ctx, bson_t* reply) {
-  bson_t arr;
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, ctx.cmd, "cursors")) return MissingField(ctx.command_name, "cursors");
-  RETURN_IF_ERROR(ReadArray(&it, "killCursors.cursors", &arr));
-  bson_t killed, not_found;
-  BSON_APPEND_ARRAY_BEGIN(reply, "cursorsKilled", &killed);
-  bson_append_array_end(reply, &killed);
-  BSON_APPEND_ARRAY(reply, "cursorsNotFound", &arr);
-  BSON_APPEND_ARRAY_BEGIN(reply, "cursorsAlive", &not_found);
-  bson_append_array_end(reply, &not_found);
+  Namespace ns;
+  RETURN_IF_ERROR(ReadCommandNamespace(ctx.cmd, ctx.db_name, &ns));
+  std::vector<int64_t> ids;
+  bool have_cursors = false;
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key != "cursors") return UnknownField(ctx.command_name, key);
+    have_cursors = true;
+    bson_t arr;
+    RETURN_IF_ERROR(ReadArray(it, "killCursors.cursors", &arr));
+    bson_iter_t e;
+    bson_iter_init(&e, &arr);
+    while (bson_iter_next(&e)) {
+      if (!BSON_ITER_HOLDS_INT64(&e)) return TypeError("killCursors.cursors", bson_iter_type(&e), "long");
+      ids.push_back(bson_iter_int64(&e));
+    }
+    return Status::OK();
+  }));
+  if (!have_cursors) return MissingField(ctx.command_name, "cursors");
+  KillCursorsResult r = ctx.db->KillCursors(ns.full(), ids);
+  auto append_ids = [&](const char* name, const std::vector<int64_t>& list) {
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(reply, name, &arr);
+    for (size_t i = 0; i < list.size(); ++i) BSON_APPEND_INT64(&arr, std::to_string(i).c_str(), list[i]);
+    bson_append_array_end(reply, &arr);
+  };
+  append_ids("cursorsKilled", r.killed);
+  append_ids("cursorsNotFound", r.not_found);
+  append_ids("cursorsAlive", {});
+  append_ids("cursorsUnknown", {});
   return Status::OK();
 }
 

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/storage/cursor.h"
 #include "engine/storage/requests.h"
 #include "engine/util/mutex.h"
 #include "gatedb/options.h"
@@ -119,6 +120,22 @@ class DBImpl {
   // Returns how many it deleted.  The monitor thread calls it every
   // Options::ttl_interval_ms.
   StatusOr<int64_t> RunTtlPass();
+
+  // find as a cursor (engine/storage/cursor.h): the first batch, and the
+  // cursor id when more remain.  Errors: find's, and
+  // QueryExceededMemoryLimitNoDiskUseAllowed for a large in-memory sort.
+  StatusOr<CursorPage> FindPage(const FindRequest& req, const CursorRequest& page);
+  // The first batch of any cursor source; registers the cursor when more remain.
+  StatusOr<CursorPage> FirstPage(std::unique_ptr<CursorSource> source, std::string ns, const CursorRequest& page);
+  // The next batch of cursor `id` (page.single_batch is ignored).  Errors:
+  // CursorNotFound, CursorInUse, Unauthorized (another namespace), and the
+  // cursor's own error, which also kills it.
+  StatusOr<CursorPage> GetMore(int64_t id, const std::string& ns, const CursorRequest& page);
+  KillCursorsResult KillCursors(const std::string& ns, const std::vector<int64_t>& ids);
+  // Open cursors (for serverStatus and tests).
+  size_t OpenCursors() const { return cursors_->size(); }
+  // Where sorts spill: "<data directory>/_tmp", emptied at open.
+  std::string TempDir() const { return path_ + "/_tmp"; }
 
   // explain for find / count / distinct / update / delete / findAndModify:
   // MongoDB's queryPlanner and, when verbosity asks, executionStats.
@@ -362,6 +379,9 @@ class DBImpl {
   StatusOr<std::vector<Value>> DistinctWithStats(const DistinctRequest& req, PlanStats* stats);
   Status ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort, const index::Hint* hint,
                           Txn* txn, PlanStats* stats, bool* sorted, const CandidateFn& fn) const;
+  class FindSource;  // find's CursorSource (db_impl_read.cc)
+  std::unique_ptr<CursorRegistry> cursors_;
+
  public:
   // Internal to engine/storage (db_impl_internal.h), public so that its
   // helper classes can name it.

@@ -213,6 +213,9 @@ struct WriteScope {
   // Each collection's catalog as of the last catch-up (or first write): when
   // none changed, a catch-up has nothing to do.
   std::map<const DBImpl::Collection*, std::shared_ptr<const IndexCatalog>> synced_catalogs;
+  // Set when a cursor was opened in this scope: its cursors read through
+  // the transaction and die with it (commit, abort, destruction).
+  CursorRegistry* cursors = nullptr;
 };
 
 // The refusal of any update or delete in an appendOnly collection.

@@ -110,6 +110,8 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
 
 Status DBImpl::CommitTransaction(WriteScope* scope, const WriteContext* keyed, bool* replayed) {
   *replayed = false;
+  // Its cursors read through it: they end with it (MongoDB kills them too).
+  if (scope->cursors != nullptr) scope->cursors->KillOwnedBy(scope);
   if (keyed == nullptr || keyed->task_id.empty() || !keyed->write_seq) return CommitScope(scope);
   KeyedCall call;
   call.context = keyed;

@@ -5,6 +5,7 @@
 #include <rocksdb/cache.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "engine/keys/key_codec.h"
 #include "engine/schema/validator.h"
@@ -149,6 +150,7 @@ int64_t DBImpl::NowMs() const { return options_.clock_ms ? options_.clock_ms() :
 
 DBImpl::~DBImpl() {
   StopTtlMonitor();
+  cursors_.reset();  // their snapshots and iterators before the database
   if (journal_) journal_->Stop();
   journal_.reset();
   if (idempotency_) idempotency_->Stop();
@@ -182,10 +184,12 @@ StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Op
   RETURN_IF_ERROR(impl->OpenRocks());
   RETURN_IF_ERROR(impl->LoadCatalog());
   RETURN_IF_ERROR(impl->LoadIndexes());
-  if (options.ttl_interval_ms > 0) {
-    DBImpl* raw = impl.get();
-    impl->ttl_thread_ = std::thread([raw] { raw->TtlLoop(); });
-  }
+  // Sort runs a crashed process left behind.
+  std::error_code ec;
+  std::filesystem::remove_all(impl->TempDir(), ec);
+  impl->cursors_ = std::make_unique<CursorRegistry>(options.cursor_timeout_ms);
+  DBImpl* raw = impl.get();
+  impl->ttl_thread_ = std::thread([raw] { raw->TtlLoop(); });
   return impl;
 }
 

@@ -1,12 +1,16 @@
 // DBImpl: the read path (find, count, distinct) and the scans that writes
 // use to find their candidates.  Reads take no locks.
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
 #include "engine/index/planner.h"
 #include "engine/keys/key_codec.h"
 #include "engine/projection/paths.h"
 #include "engine/projection/projection.h"
 #include "engine/projection/sort.h"
+#include "engine/projection/sorter.h"
+#include "engine/storage/cursor.h"
 #include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
@@ -72,107 +76,276 @@ StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bs
   return out;
 }
 
+// find as a cursor source: the plan's candidates, matched, skipped,
+// limited, sorted (by the plan's order, or a Sorter), locked when asked,
+// projected; one document at a time.
+class DBImpl::FindSource : public CursorSource {
+ public:
+  explicit FindSource(const DBImpl* db) : db_(db) {}
+
+  Status Open(const FindRequest& req, PlanStats* stats) {
+    RETURN_IF_ERROR(ValidateNamespace(req.ns));
+    RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit, ErrorCode::kLocation51024));
+    if (req.max_time_ms < 0) return Status(ErrorCode::kBadValue, "maxTimeMS must be non-negative");
+    // Null for {_id: v} alone: the point read is the whole match.
+    ASSIGN_OR_RETURN(matcher_, ParseFilter(req.filter.bson()));
+    ASSIGN_OR_RETURN(proj_, projection::Projection::Parse(req.projection.bson()));
+    if (!req.sort.empty()) {
+      ASSIGN_OR_RETURN(sort_, projection::SortSpec::Parse(req.sort.bson()));
+    }
+    std::optional<index::Hint> hint;
+    if (req.hint) {
+      ASSIGN_OR_RETURN(index::Hint h, index::ParseHint(req.hint->get()));
+      hint = std::move(h);
+    }
+    skip_ = req.skip;
+    limit_ = req.limit;
+    max_time_ms_ = req.max_time_ms;
+    field_versions_ = req.field_versions;
+    lock_ = req.lock_documents && req.scope != nullptr;
+    coll_ = db_->FindCollection(req.ns);
+    if (!coll_) {
+      done_ = true;
+      return Status::OK();
+    }
+    txn_ = req.scope ? &req.scope->txn : nullptr;
+    RETURN_IF_ERROR(const_cast<DBImpl*>(db_)->CatchUpIndexes(req.scope));
+    bool sorted = false;
+    ASSIGN_OR_RETURN(exec_, db_->OpenPlan(*coll_, req.filter.bson(), sort_ ? req.sort.bson() : nullptr,
+                                          hint ? &*hint : nullptr, txn_, stats, &sorted));
+    if (sort_ && !sorted) {
+      projection::SorterOptions so;
+      so.max_memory_bytes = db_->options_.sort_memory_bytes;
+      so.allow_disk_use = req.allow_disk_use;
+      so.temp_dir = db_->TempDir();
+      // Top-k: only skip + limit rows can ever be returned.
+      if (limit_ > 0 && skip_ <= std::numeric_limits<int64_t>::max() - limit_) so.limit = skip_ + limit_;
+      sorter_ = std::make_unique<projection::Sorter>(sort_.get(), so);
+      blocking_sort_ = true;
+    }
+    return Status::OK();
+  }
+
+  // The plan does not give the sort's order: a Sorter does.
+  bool blocking_sort() const { return blocking_sort_; }
+
+  Status NextBatch(int64_t max_docs, size_t max_bytes, CursorBatch* out) override {
+    const int64_t started = SteadyNowMs();
+    const int64_t deadline = max_time_ms_ > 0 ? started + (max_time_ms_ - time_used_ms_) : 0;
+    Status s = FillBatch(max_docs, max_bytes, deadline, out);
+    time_used_ms_ += SteadyNowMs() - started;
+    if (!s.ok()) Close();
+    return s;
+  }
+
+  bool exhausted() const override { return done_ && !pending_; }
+
+ private:
+  Status FillBatch(int64_t max_docs, size_t max_bytes, int64_t deadline, CursorBatch* out) {
+    const size_t first = out->docs.size();
+    while (max_docs == 0 || static_cast<int64_t>(out->docs.size() - first) < max_docs) {
+      if (!pending_) {
+        ASSIGN_OR_RETURN(bool more, NextDoc(deadline));
+        if (!more) break;
+      }
+      if (out->docs.size() > first && out->bytes + pending_doc_.size() > max_bytes) break;  // the next batch's
+      pending_ = false;
+      out->bytes += pending_doc_.size();
+      out->docs.push_back(std::move(pending_doc_));
+      if (field_versions_) out->field_versions.push_back(std::move(pending_versions_));
+    }
+    return Status::OK();
+  }
+
+  // Produces the next result into pending_doc_ (and pending_versions_).
+  StatusOr<bool> NextDoc(int64_t deadline) {
+    if (done_) return false;
+    if (limit_ > 0 && returned_ >= limit_) {
+      Close();
+      return false;
+    }
+    if (sorter_ != nullptr && !sorted_) RETURN_IF_ERROR(FillSorter(deadline));
+    for (;;) {
+      if (deadline > 0 && (++ticks_ & 255) == 0 && SteadyNowMs() > deadline) return TimeLimitExceeded();
+      Document doc;
+      std::string key;
+      Document versions;
+      if (sorter_ != nullptr) {
+        std::string extra;
+        ASSIGN_OR_RETURN(bool more, sorter_->Next(&doc, &extra));
+        if (!more) {
+          Close();
+          return false;
+        }
+        // extra: u32 key size, key, field versions' BSON (when asked).
+        uint32_t n = 0;
+        std::memcpy(&n, extra.data(), sizeof n);
+        key.assign(extra, sizeof n, n);
+        if (extra.size() > sizeof n + n) {
+          StatusOr<Document> v = Document::FromBytes(reinterpret_cast<const uint8_t*>(extra.data()) + sizeof n + n,
+                                                     extra.size() - sizeof n - n);
+          if (v.ok()) versions = std::move(*v);
+        }
+      } else {
+        std::string_view k;
+        RecordView rec;
+        ASSIGN_OR_RETURN(bool more, exec_->Next(&k, &rec));
+        if (!more) {
+          Close();
+          return false;
+        }
+        if (matcher_ && !matcher_->Matches(&rec.doc)) continue;
+        if (skipped_ < skip_) {
+          ++skipped_;
+          continue;
+        }
+        doc = Document::Copy(&rec.doc);
+        key.assign(k);
+        if (field_versions_ && rec.has_field_versions) versions = Document::Copy(&rec.field_versions);
+      }
+      if (sorter_ != nullptr && skipped_ < skip_) {
+        ++skipped_;
+        continue;
+      }
+      RETURN_IF_ERROR(Lock(key));
+      ++returned_;
+      if (limit_ > 0 && returned_ >= limit_) Close();  // the last one: no cursor left open for it
+      if (proj_->is_identity()) {
+        pending_doc_ = std::move(doc);
+      } else {
+        bson_t* projected = bson_new();
+        proj_->Apply(doc.bson(), projected);
+        pending_doc_ = Document::Adopt(projected);
+      }
+      pending_versions_ = std::move(versions);
+      pending_ = true;
+      return true;
+    }
+  }
+
+  Status FillSorter(int64_t deadline) {
+    std::string_view k;
+    RecordView rec;
+    for (;;) {
+      if (deadline > 0 && (++ticks_ & 255) == 0 && SteadyNowMs() > deadline) return TimeLimitExceeded();
+      ASSIGN_OR_RETURN(bool more, exec_->Next(&k, &rec));
+      if (!more) break;
+      if (matcher_ && !matcher_->Matches(&rec.doc)) continue;
+      std::string extra;
+      uint32_t n = static_cast<uint32_t>(k.size());
+      extra.append(reinterpret_cast<const char*>(&n), sizeof n);
+      extra.append(k);
+      if (field_versions_ && rec.has_field_versions) {
+        extra.append(reinterpret_cast<const char*>(bson_get_data(&rec.field_versions)), rec.field_versions.len);
+      }
+      RETURN_IF_ERROR(sorter_->Add(Document::Copy(&rec.doc), std::move(extra)));
+    }
+    exec_.reset();  // the rows are in the sorter: release the snapshot
+    sorted_ = true;
+    return sorter_->Finish();
+  }
+
+  // A locking read takes each returned document into the write set.
+  Status Lock(const std::string& key) {
+    if (!lock_) return Status::OK();
+    std::string ignored;
+    rocksdb::ReadOptions ro;
+    ro.snapshot = (*txn_)->GetSnapshot();
+    rocksdb::Status s = (*txn_)->GetForUpdate(ro, db_->docs_cf_, key, &ignored);
+    if (s.IsNotFound()) return Status::OK();
+    return FromRocks(s);
+  }
+
+  Status TimeLimitExceeded() { return Status(ErrorCode::kMaxTimeMSExpired, "operation exceeded time limit"); }
+
+  void Close() {
+    done_ = true;
+    exec_.reset();
+    sorter_.reset();
+  }
+
+  const DBImpl* db_;
+  std::unique_ptr<query::Matcher> matcher_;
+  std::unique_ptr<projection::Projection> proj_;
+  std::unique_ptr<projection::SortSpec> sort_;
+  std::shared_ptr<Collection> coll_;
+  Txn* txn_ = nullptr;
+  std::unique_ptr<PlanExecutor> exec_;
+  std::unique_ptr<projection::Sorter> sorter_;
+  bool sorted_ = false;
+  bool blocking_sort_ = false;
+  int64_t skip_ = 0, limit_ = 0, skipped_ = 0, returned_ = 0;
+  int64_t max_time_ms_ = 0, time_used_ms_ = 0;
+  uint32_t ticks_ = 0;
+  bool field_versions_ = false;
+  bool lock_ = false;
+  bool done_ = false;
+  bool pending_ = false;
+  Document pending_doc_;
+  Document pending_versions_;
+};
+
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) { return FindWithStats(req, nullptr); }
 
 StatusOr<FindResult> DBImpl::FindWithStats(const FindRequest& req, PlanStats* stats) {
-  RETURN_IF_ERROR(ValidateNamespace(req.ns));
-  RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit, ErrorCode::kLocation51024));
-  // Null for {_id: v} alone: the point read is the whole match.
-  ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, ParseFilter(req.filter.bson()));
-  ASSIGN_OR_RETURN(std::unique_ptr<projection::Projection> proj,
-                   projection::Projection::Parse(req.projection.bson()));
-  std::unique_ptr<projection::SortSpec> sort;
-  if (!req.sort.empty()) {
-    ASSIGN_OR_RETURN(sort, projection::SortSpec::Parse(req.sort.bson()));
-  }
-  std::optional<index::Hint> hint;
-  if (req.hint) {
-    ASSIGN_OR_RETURN(index::Hint h, index::ParseHint(req.hint->get()));
-    hint = std::move(h);
+  FindSource source(this);
+  RETURN_IF_ERROR(source.Open(req, stats));
+  CursorBatch batch;
+  RETURN_IF_ERROR(source.NextBatch(0, std::numeric_limits<size_t>::max(), &batch));
+  if (stats && source.blocking_sort() && !stats->plan.empty()) {
+    bson_t* st = bson_new();
+    BSON_APPEND_UTF8(st, "stage", "SORT");
+    BSON_APPEND_DOCUMENT(st, "sortPattern", req.sort.bson());
+    BSON_APPEND_UTF8(st, "type", "simple");
+    BSON_APPEND_DOCUMENT(st, "inputStage", stats->plan.bson());
+    stats->plan = Document::Adopt(st);
   }
   FindResult result;
-  std::shared_ptr<Collection> coll = FindCollection(req.ns);
-  if (!coll) return result;
-  Txn* txn = req.scope ? &req.scope->txn : nullptr;
-  RETURN_IF_ERROR(CatchUpIndexes(req.scope));
-  Status lock_status;
-  // A locking read takes each returned document into the write set.
-  auto lock = [&](std::string_view key) {
-    if (!req.lock_documents || txn == nullptr || !lock_status.ok()) return;
-    std::string ignored;
-    rocksdb::ReadOptions ro;
-    ro.snapshot = (*txn)->GetSnapshot();
-    lock_status = FromRocks((*txn)->GetForUpdate(ro, docs_cf_, rocksdb::Slice(key.data(), key.size()), &ignored));
-  };
+  result.docs = std::move(batch.docs);
+  result.field_versions = std::move(batch.field_versions);
+  return result;
+}
 
-  auto emit_versions = [&](const RecordView& rec) {
-    if (req.field_versions) {
-      result.field_versions.push_back(rec.has_field_versions ? Document::Copy(&rec.field_versions) : Document());
-    }
-  };
-  auto emit = [&](const bson_t* doc) {
-    if (proj->is_identity()) {
-      result.docs.push_back(Document::Copy(doc));
+StatusOr<CursorPage> DBImpl::FindPage(const FindRequest& req, const CursorRequest& page) {
+  auto source = std::make_unique<FindSource>(this);
+  RETURN_IF_ERROR(source->Open(req, nullptr));
+  return FirstPage(std::move(source), req.ns.full(), page);
+}
+
+StatusOr<CursorPage> DBImpl::FirstPage(std::unique_ptr<CursorSource> source, std::string ns,
+                                       const CursorRequest& page) {
+  CursorPage out;
+  out.ns = ns;
+  if (!page.empty_first_batch) RETURN_IF_ERROR(source->NextBatch(page.batch_size, kMaxBatchBytes, &out.batch));
+  if (source->exhausted() || page.single_batch) return out;
+  CursorRegistry::Owner owner{page.session, page.scope};
+  CursorRegistry::Lease lease = cursors_->Register(std::move(source), std::move(ns), owner, SteadyNowMs());
+  if (page.scope != nullptr) page.scope->cursors = cursors_.get();
+  out.cursor_id = lease.Return();
+  return out;
+}
+
+StatusOr<CursorPage> DBImpl::GetMore(int64_t id, const std::string& ns, const CursorRequest& page) {
+  CursorRegistry::Owner owner{page.session, page.scope};
+  ASSIGN_OR_RETURN(CursorRegistry::Lease lease, cursors_->Checkout(id, ns, owner, SteadyNowMs()));
+  CursorPage out;
+  out.ns = ns;
+  // An error kills the cursor (the lease is dropped unreturned).
+  RETURN_IF_ERROR(lease.source()->NextBatch(page.batch_size, kMaxBatchBytes, &out.batch));
+  out.cursor_id = lease.Return();
+  return out;
+}
+
+KillCursorsResult DBImpl::KillCursors(const std::string& ns, const std::vector<int64_t>& ids) {
+  KillCursorsResult r;
+  for (int64_t id : ids) {
+    if (cursors_->Kill(id, ns)) {
+      r.killed.push_back(id);
     } else {
-      bson_t* out = bson_new();
-      proj->Apply(doc, out);
-      result.docs.push_back(Document::Adopt(out));
-    }
-  };
-
-  // Streams in plan order: no sort, or an index that gives the sort's order.
-  // (The index path is decided inside ForEachCandidate; rows are collected
-  // until it says whether the order is the sort's.)
-  struct Row {
-    projection::SortKey key;
-    Document doc;
-    std::string doc_key;
-    Document versions;
-  };
-  std::vector<Row> rows;
-  bool sorted = false;
-  int64_t skipped = 0;
-  RETURN_IF_ERROR(ForEachCandidate(
-      *coll, req.filter.bson(), sort ? req.sort.bson() : nullptr, hint ? &*hint : nullptr, txn, stats, &sorted,
-      [&](std::string_view key, const RecordView& rec) {
-        if (matcher && !matcher->Matches(&rec.doc)) return true;
-        if (!sort || sorted) {
-          if (skipped < req.skip) {
-            ++skipped;
-            return true;
-          }
-          lock(key);
-          emit(&rec.doc);
-          emit_versions(rec);
-          return req.limit == 0 || static_cast<int64_t>(result.docs.size()) < req.limit;
-        }
-        Row row{projection::SortKey(), Document::Copy(&rec.doc), std::string(key),
-                rec.has_field_versions && req.field_versions ? Document::Copy(&rec.field_versions) : Document()};
-        sort->ExtractKey(row.doc.bson(), &row.key);
-        rows.push_back(std::move(row));
-        return true;
-      }));
-  if (sort && !sorted) {
-    std::stable_sort(rows.begin(), rows.end(),
-                     [&](const Row& a, const Row& b) { return sort->CompareKeys(a.key, b.key) < 0; });
-    size_t begin = std::min<size_t>(rows.size(), static_cast<size_t>(req.skip));
-    size_t end = req.limit == 0 ? rows.size() : std::min<size_t>(rows.size(), begin + static_cast<size_t>(req.limit));
-    for (size_t i = begin; i < end; ++i) {
-      lock(rows[i].doc_key);
-      emit(rows[i].doc.bson());
-      if (req.field_versions) result.field_versions.push_back(std::move(rows[i].versions));
-    }
-    if (stats) {
-      bson_t* st = bson_new();
-      BSON_APPEND_UTF8(st, "stage", "SORT");
-      BSON_APPEND_DOCUMENT(st, "sortPattern", req.sort.bson());
-      BSON_APPEND_UTF8(st, "type", "simple");
-      BSON_APPEND_DOCUMENT(st, "inputStage", stats->plan.bson());
-      stats->plan = Document::Adopt(st);
+      r.not_found.push_back(id);
     }
   }
-  RETURN_IF_ERROR(lock_status);
-  return result;
+  return r;
 }
 
 StatusOr<int64_t> DBImpl::Count(const CountRequest& req) { return CountWithStats(req, nullptr); }

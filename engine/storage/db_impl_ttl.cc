@@ -7,6 +7,7 @@
 // with writeContext {agentId: "gatedb.ttl", source: "ttl"}.  As in MongoDB,
 // only dates expire (an array expires by its earliest date), and a document
 // may outlive its time by up to one interval.
+#include <algorithm>
 #include <chrono>
 
 #include "engine/index/planner.h"
@@ -23,16 +24,27 @@ constexpr size_t kTtlBatch = 1000;
 
 }  // namespace
 
+// The background monitor: TTL passes every ttl_interval_ms (when on), and
+// the sweep of idle cursors at least every minute (sooner when their
+// timeout is shorter).
 void DBImpl::TtlLoop() {
-  const std::chrono::milliseconds interval(options_.ttl_interval_ms);
+  const int64_t ttl = options_.ttl_interval_ms;
+  const int64_t sweep = std::max<int64_t>(10, std::min<int64_t>(options_.cursor_timeout_ms, 60 * 1000));
+  const std::chrono::milliseconds interval(ttl > 0 ? std::min(ttl, sweep) : sweep);
+  int64_t next_ttl = SteadyNowMs() + ttl;
   for (;;) {
     {
       MutexLock l(&ttl_mu_);
       if (ttl_cv_.WaitFor(&ttl_mu_, interval, [&]() GATEDB_REQUIRES(ttl_mu_) { return ttl_stop_; })) return;
     }
-    // A failed pass (a write error, a full disk) is retried at the next one.
-    StatusOr<int64_t> n = RunTtlPass();
-    (void)n;
+    const int64_t now = SteadyNowMs();
+    cursors_->Sweep(now);
+    if (ttl > 0 && now >= next_ttl) {
+      // A failed pass (a write error, a full disk) is retried at the next one.
+      StatusOr<int64_t> n = RunTtlPass();
+      (void)n;
+      next_ttl = now + ttl;
+    }
   }
 }
 

@@ -264,7 +264,10 @@ Status DBImpl::FinishWrite(const WriteOptionsInternal& w, Txn& txn, std::vector<
   return CommitWithEvents(txn, events);
 }
 
-void WriteScopeDeleter::operator()(WriteScope* scope) const { delete scope; }
+void WriteScopeDeleter::operator()(WriteScope* scope) const {
+  if (scope->cursors != nullptr) scope->cursors->KillOwnedBy(scope);
+  delete scope;
+}
 
 ScopePtr DBImpl::BeginScope(bool sync) {
   WriteOptionsInternal plain;

@@ -194,6 +194,10 @@ struct FindRequest {
   bool lock_documents = false;
   // Also return each document's field-version table (FindResult::field_versions).
   bool field_versions = false;
+  // A sort past Options::sort_memory_bytes spills to disk instead of failing.
+  bool allow_disk_use = false;
+  // The cursor's processing time limit (0: none): MaxTimeMSExpired past it.
+  int64_t max_time_ms = 0;
 };
 struct FindResult {
   std::vector<Document> docs;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "engine/document/bson_compare.h"
@@ -70,6 +71,9 @@ bool DocsMatch(const bson_t* expected, const bson_t* actual, bool subset, bool o
   return true;
 }
 
+// The script's captured values (canonical Extended JSON), by name.
+std::map<std::string, std::string> g_captures;
+
 bool ValuesMatch(const bson_value_t& expected, const bson_value_t& actual, bool subset, std::string* why,
                  const std::string& path) {
   if (expected.value_type == BSON_TYPE_UTF8 && std::strcmp(expected.value.v_utf8.str, "$any") == 0) return true;
@@ -77,6 +81,18 @@ bool ValuesMatch(const bson_value_t& expected, const bson_value_t& actual, bool 
     bson_t ed;
     bson_init_static(&ed, expected.value.v_doc.data, expected.value.v_doc.data_len);
     bson_iter_t t;
+    if (bson_iter_init_find(&t, &ed, "$capture") && bson_count_keys(&ed) == 1 && BSON_ITER_HOLDS_UTF8(&t)) {
+      bson_t* holder = bson_new();
+      bson_append_value(holder, "v", 1, &actual);
+      char* json = bson_as_canonical_extended_json(holder, nullptr);
+      std::string text(json);
+      bson_free(json);
+      bson_destroy(holder);
+      // {"v" : <value> } -> <value>
+      size_t colon = text.find(':');
+      g_captures[bson_iter_utf8(&t, nullptr)] = text.substr(colon + 1, text.rfind('}') - colon - 1);
+      return true;
+    }
     if (bson_iter_init_find(&t, &ed, "$type") && bson_count_keys(&ed) == 1 && BSON_ITER_HOLDS_UTF8(&t)) {
       if (std::strcmp(bson_iter_utf8(&t, nullptr), TypeAlias(actual.value_type)) == 0) return true;
       *why = path + ": expected type " + bson_iter_utf8(&t, nullptr) + ", got " + TypeAlias(actual.value_type);
@@ -121,6 +137,7 @@ std::vector<std::string> TestFiles() {
 class CommandSuiteTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CommandSuiteTest, Script) {
+  g_captures.clear();
   test::TempDir dir;
   auto db = Database::Open(dir.path());
   ASSERT_OK(db);
@@ -139,6 +156,13 @@ TEST_P(CommandSuiteTest, Script) {
     auto directive_end = line.find(' ');
     std::string directive = line.substr(0, directive_end);
     std::string rest = directive_end == std::string::npos ? "" : line.substr(directive_end + 1);
+    // "$$name" stands for a value captured by {"$capture": "name"}.
+    for (const auto& [name, json] : g_captures) {
+      const std::string token = "\"$$" + name + "\"";
+      for (size_t at = rest.find(token); at != std::string::npos; at = rest.find(token, at + json.size())) {
+        rest.replace(at, token.size(), json);
+      }
+    }
     if (directive == ">") {
       auto cmd = Document::FromJson(rest);
       ASSERT_OK(cmd) << "bad command JSON: " << rest;

@@ -63,6 +63,17 @@ struct Options {
   // source: "ttl"}.  0 turns the monitor off.  Default: 60 s (MongoDB's)
   int64_t ttl_interval_ms = 60 * 1000;
 
+  // A cursor (find, aggregate) left without a getMore this long is closed
+  // and its id answers CursorNotFound.  Default: 10 minutes (MongoDB's)
+  int64_t cursor_timeout_ms = 10 * 60 * 1000;
+
+  // Memory one blocking sort (find's sort without an index that gives the
+  // order, $sort, $group) may hold before it fails with
+  // QueryExceededMemoryLimitNoDiskUseAllowed, or spills to files in
+  // "<data directory>/_tmp" when the command allows disk use.
+  // Default: 100 MiB (MongoDB's)
+  size_t sort_memory_bytes = 100u << 20;
+
   // Called as an index build advances (every 1,000 documents and at the
   // end) with the namespace, the index name, the documents indexed so far
   // and the collection's document count when the build began; `gatedb run`

@@ -127,9 +127,94 @@ StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const 
     req.scope = scope;
     req.lock_documents = options.lock_documents;
     req.hint = HintValue(options.hint_name, options.hint);
+    req.allow_disk_use = options.allow_disk_use;
+    req.max_time_ms = options.max_time_ms;
     ASSIGN_OR_RETURN(FindResult r, db_->rep_->db->Find(req));
     return std::move(r.docs);
   });
+}
+
+struct Cursor::Rep {
+  DBImpl* db = nullptr;
+  std::string ns;
+  Transaction* txn = nullptr;
+  int64_t id = 0;
+  int64_t batch_size = 101;
+  std::vector<Document> batch;
+  size_t pos = 0;
+};
+
+Cursor::Cursor(std::unique_ptr<Rep> rep) : rep_(std::move(rep)) {}
+Cursor::Cursor(Cursor&& other) noexcept = default;
+Cursor& Cursor::operator=(Cursor&& other) noexcept {
+  if (this != &other) {
+    Cursor dying(std::move(*this));  // closes the cursor this one held
+    rep_ = std::move(other.rep_);
+  }
+  return *this;
+}
+Cursor::~Cursor() {
+  if (rep_ != nullptr && rep_->id != 0) rep_->db->KillCursors(rep_->ns, {rep_->id});
+}
+
+int64_t Cursor::id() const { return rep_ != nullptr ? rep_->id : 0; }
+
+StatusOr<bool> Cursor::Next(Document* doc) {
+  if (rep_ == nullptr) return false;
+  Rep& r = *rep_;
+  while (r.pos == r.batch.size()) {
+    if (r.id == 0) return false;
+    StatusOr<CursorPage> page = InTxn(r.txn, r.db, [&](WriteScope* scope) -> StatusOr<CursorPage> {
+      CursorRequest req;
+      req.batch_size = r.batch_size;
+      req.scope = scope;
+      return r.db->GetMore(r.id, r.ns, req);
+    });
+    if (!page.ok()) {
+      r.id = 0;  // the store dropped it
+      return page.status();
+    }
+    r.batch = std::move(page->batch.docs);
+    r.pos = 0;
+    r.id = page->cursor_id;
+  }
+  *doc = std::move(r.batch[r.pos++]);
+  return true;
+}
+
+StatusOr<Cursor> Collection::FindCursor(DocumentView filter, const FindOptions& options) {
+  if (options.lock_documents && options.txn == nullptr) {
+    return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
+  }
+  if (options.batch_size <= 0) return Status(ErrorCode::kBadValue, "batch_size must be positive");
+  DBImpl* db = db_->rep_->db.get();
+  auto rep = std::make_unique<Cursor::Rep>();
+  rep->db = db;
+  rep->ns = Namespace{db_name_, name_}.full();
+  rep->txn = options.txn;
+  rep->batch_size = options.batch_size;
+  StatusOr<CursorPage> first = InTxn(options.txn, db, [&](WriteScope* scope) -> StatusOr<CursorPage> {
+    FindRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.filter = CopyOrEmpty(filter);
+    req.projection = options.projection;
+    req.sort = options.sort;
+    req.skip = options.skip;
+    req.limit = options.limit;
+    req.scope = scope;
+    req.lock_documents = options.lock_documents;
+    req.hint = HintValue(options.hint_name, options.hint);
+    req.allow_disk_use = options.allow_disk_use;
+    req.max_time_ms = options.max_time_ms;
+    CursorRequest page;
+    page.batch_size = options.limit > 0 ? std::min(options.limit, options.batch_size) : options.batch_size;
+    page.scope = scope;
+    return db->FindPage(req, page);
+  });
+  if (!first.ok()) return first.status();
+  rep->batch = std::move(first->batch.docs);
+  rep->id = first->cursor_id;
+  return Cursor(std::move(rep));
 }
 
 StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {

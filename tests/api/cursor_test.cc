@@ -322,5 +322,70 @@ TEST(CursorTest, ConcurrentGetMoresOnOneCursorNeverDuplicateOrLose) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// The typed API's cursor: the same documents as Find, a batch at a time.
+TEST(TypedCursorTest, PagesThroughTheSameDocumentsAsFind) {
+  test::TempDir dir;
+  auto db = Database::Open(dir.path());
+  ASSERT_OK(db);
+  Load(db->get(), "c", 1000, 1);
+  Collection c = (*db)->GetCollection("test", "c");
+  for (const char* sort : {"{}", R"({"k": 1})"}) {
+    SCOPED_TRACE(sort);
+    FindOptions opts;
+    opts.sort = Json(sort);
+    opts.skip = 3;
+    opts.limit = 900;
+    opts.batch_size = 64;
+    auto all = c.Find(Json(R"({"k": {"$ne": 2}})").view(), opts);
+    ASSERT_OK(all);
+    auto cur = c.FindCursor(Json(R"({"k": {"$ne": 2}})").view(), opts);
+    ASSERT_OK(cur);
+    EXPECT_NE(cur->id(), 0);
+    std::vector<std::string> got;
+    Document d;
+    for (;;) {
+      auto more = cur->Next(&d);
+      ASSERT_OK(more);
+      if (!*more) break;
+      got.push_back(d.ToJson());
+    }
+    ASSERT_EQ(got.size(), all->size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], (*all)[i].ToJson()) << i;
+    EXPECT_EQ(cur->id(), 0);
+  }
+}
+
+TEST(TypedCursorTest, TransactionCursorEndsWithItsTransaction) {
+  test::TempDir dir;
+  auto db = Database::Open(dir.path());
+  ASSERT_OK(db);
+  Load(db->get(), "c", 10, 1);
+  Collection c = (*db)->GetCollection("test", "c");
+  auto txn = (*db)->StartTransaction();
+  ASSERT_OK(txn);
+  WriteOptions w;
+  w.txn = txn->get();
+  ASSERT_OK(c.InsertOne(Json(R"({"_id": 50})").view(), w));
+  FindOptions opts;
+  opts.txn = txn->get();
+  opts.batch_size = 4;
+  auto cur = c.FindCursor(Json("{}").view(), opts);
+  ASSERT_OK(cur);
+  std::vector<int64_t> ids;
+  Document d;
+  for (int i = 0; i < 6; ++i) {
+    auto more = cur->Next(&d);
+    ASSERT_OK(more);
+    ASSERT_TRUE(*more);
+    ids.push_back(Int(d.bson(), "_id"));
+  }
+  EXPECT_EQ(ids, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  ASSERT_OK((*txn)->Commit());
+  // The rest of this batch was already fetched; the next batch is gone.
+  for (int i = 0; i < 2; ++i) ASSERT_OK(cur->Next(&d));
+  auto after = cur->Next(&d);
+  EXPECT_FALSE(after.ok());
+}
+
 }  // namespace
 }  // namespace gatedb

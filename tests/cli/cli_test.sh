@@ -60,6 +60,22 @@ out=$("$GATEDB" run --db "$dir/db" -c '{"explain": {"find": "big", "filter": {"k
 printf '%s\n' "$out" | grep -q '"stage" : "IXSCAN"'; check "explain shows the index scan" $?
 printf '%s\n' "$out" | grep -q '"totalDocsExamined" : 1'; check "the index scan reads one document" $?
 
+# `run` keeps cursors across lines: page through a find with getMore,
+# reading each reply before sending the next line (the id is random).
+coproc RUN { "$GATEDB" run --db "$dir/db"; }
+echo '{"find": "big", "filter": {"k": {"$lt": 5}}, "sort": {"_id": 1}, "batchSize": 2, "projection": {"_id": 1}}' >&"${RUN[1]}"
+read -r first <&"${RUN[0]}"
+id=$(printf '%s' "$first" | sed -n 's/.*"id" : \([0-9][0-9]*\).*/\1/p')
+[ -n "$id" ] && [ "$id" != 0 ]; check "find with batchSize leaves a cursor open" $?
+echo "{\"getMore\": {\"\$numberLong\": \"$id\"}, \"collection\": \"big\", \"batchSize\": 2}" >&"${RUN[1]}"
+read -r second <&"${RUN[0]}"
+printf '%s\n' "$second" | grep -q '"nextBatch" : \[ { "_id" : 2 }, { "_id" : 3 } \]'; check "getMore on a later line continues the cursor" $?
+echo "{\"killCursors\": \"big\", \"cursors\": [{\"\$numberLong\": \"$id\"}]}" >&"${RUN[1]}"
+read -r third <&"${RUN[0]}"
+printf '%s\n' "$third" | grep -q "\"cursorsKilled\" : \[ $id \]"; check "killCursors on a later line" $?
+exec {RUN[1]}>&-
+wait "$RUN_PID" 2>/dev/null
+
 "$GATEDB" run --db "$dir/db" -c '{"bogus": 1}' >/dev/null
 [ $? -ne 0 ]; check "run -c with a failing command exits non-zero" $?
 

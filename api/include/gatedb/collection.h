@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "gatedb/cursor.h"
 #include "gatedb/document.h"
 #include "gatedb/options.h"
 #include "gatedb/status.h"
@@ -68,6 +69,14 @@ struct FindOptions {
   // ({a: 1}) in hint, or {$natural: 1} for a collection scan.  Default: none
   std::string hint_name;
   Document hint;
+  // FindCursor: documents fetched per batch.  Default: 101 (MongoDB's first batch)
+  int64_t batch_size = 101;
+  // A sort without an index that gives its order may spill to disk instead
+  // of failing past Options::sort_memory_bytes.  Default: false
+  bool allow_disk_use = false;
+  // Time the query may spend in all (0: no limit); MaxTimeMSExpired past it.
+  // Default: 0
+  int64_t max_time_ms = 0;
 };
 
 // One index, as createIndexes takes it (MongoDB's options).
@@ -165,8 +174,12 @@ class Collection {
   // The first matching document (in sort order, else _id order), or nullopt.
   // Errors: BadValue / FailedToParse for a bad filter, projection or sort.
   StatusOr<std::optional<Document>> FindOne(DocumentView filter, const FindOptions& options = FindOptions());
-  // All matching documents, whole (no cursor batching yet).
+  // All matching documents, in one vector.
   StatusOr<std::vector<Document>> Find(DocumentView filter, const FindOptions& options = FindOptions());
+  // The matching documents through a cursor (gatedb/cursor.h), fetched
+  // options.batch_size at a time.  Errors: as Find, when the first batch
+  // is fetched.
+  StatusOr<Cursor> FindCursor(DocumentView filter, const FindOptions& options = FindOptions());
 
   // `update` must hold only update operators.  Errors: the filter's and the
   // update's parse errors, ImmutableField (_id, the version field),

@@ -429,12 +429,16 @@ StatusOr<ExprPtr> ParseRegexDocument(std::string_view path, const bson_value_t& 
 
 class Parser {
  public:
+  Parser(expression::ParseContext* pc, int64_t now_ms) : pc_(pc), now_ms_(now_ms) {}
+
   // A filter document (the top level, an $and/$or/$nor entry, or the
-  // document form of $elemMatch).
-  StatusOr<ExprPtr> ParseDocument(const bson_value_t& doc, int depth);
+  // document form of $elemMatch).  `allow_expr`: $expr may appear (not in
+  // $elemMatch, as in MongoDB).
+  StatusOr<ExprPtr> ParseDocument(const bson_value_t& doc, int depth, bool allow_expr);
 
  private:
-  StatusOr<ExprPtr> ParseTree(ExprKind kind, const Elem& e, int depth);
+  StatusOr<ExprPtr> ParseTree(ExprKind kind, const Elem& e, int depth, bool allow_expr);
+  StatusOr<ExprPtr> ParseExpr(const bson_value_t& v);
   // {path: {$op: ..., $op2: ...}}: adds one node per operator to `out`.
   Status ParseSub(std::string_view path, const bson_value_t& sub, ListExpression* out, int depth);
   // One operator of such a document; may return null ($options).
@@ -443,9 +447,19 @@ class Parser {
   StatusOr<ExprPtr> ParseNot(std::string_view path, const bson_value_t& v, int depth);
   StatusOr<ExprPtr> ParseElemMatch(std::string_view path, const bson_value_t& v, int depth);
   StatusOr<ExprPtr> ParseAll(std::string_view path, const bson_value_t& v, int depth);
+
+  expression::ParseContext* pc_;  // may be null
+  int64_t now_ms_;
 };
 
-StatusOr<ExprPtr> Parser::ParseDocument(const bson_value_t& doc, int depth) {
+StatusOr<ExprPtr> Parser::ParseExpr(const bson_value_t& v) {
+  expression::ParseContext local;
+  ASSIGN_OR_RETURN(std::unique_ptr<expression::Expression> e,
+                   expression::ParseExpression(v, pc_ != nullptr ? pc_ : &local));
+  return ExprPtr(new ExprMatchExpression(std::move(e), now_ms_));
+}
+
+StatusOr<ExprPtr> Parser::ParseDocument(const bson_value_t& doc, int depth, bool allow_expr) {
   if (depth > kMaxFilterDepth) return TooDeep();
   auto root = std::make_unique<ListExpression>(ExprKind::kAnd);
   ElemIter it(doc);
@@ -456,8 +470,12 @@ StatusOr<ExprPtr> Parser::ParseDocument(const bson_value_t& doc, int depth) {
       if (name == "and" || name == "or" || name == "nor") {
         ExprKind kind = name == "and" ? ExprKind::kAnd
                                       : (name == "or" ? ExprKind::kOr : ExprKind::kNor);
-        ASSIGN_OR_RETURN(ExprPtr tree, ParseTree(kind, e, depth));
+        ASSIGN_OR_RETURN(ExprPtr tree, ParseTree(kind, e, depth, allow_expr));
         root->Add(std::move(tree));
+      } else if (name == "expr") {
+        if (!allow_expr) return BadValue("$expr can only be applied to the top-level document");
+        ASSIGN_OR_RETURN(ExprPtr expr, ParseExpr(e.value));
+        root->Add(std::move(expr));
       } else if (name == "comment") {
         // Ignored.
       } else if (name == "ref" || name == "id" || name == "db") {
@@ -493,7 +511,7 @@ StatusOr<ExprPtr> Parser::ParseDocument(const bson_value_t& doc, int depth) {
   return ExprPtr(std::move(root));
 }
 
-StatusOr<ExprPtr> Parser::ParseTree(ExprKind kind, const Elem& e, int depth) {
+StatusOr<ExprPtr> Parser::ParseTree(ExprKind kind, const Elem& e, int depth, bool allow_expr) {
   if (!IsArray(e.value)) return BadValue(std::string(e.key) + " must be an array");
   auto list = std::make_unique<ListExpression>(kind);
   ElemIter it(e.value);
@@ -502,7 +520,7 @@ StatusOr<ExprPtr> Parser::ParseTree(ExprKind kind, const Elem& e, int depth) {
     if (!IsDocument(child.value)) {
       return BadValue("$or/$and/$nor entries need to be full objects");
     }
-    ASSIGN_OR_RETURN(ExprPtr sub, ParseDocument(child.value, depth + 1));
+    ASSIGN_OR_RETURN(ExprPtr sub, ParseDocument(child.value, depth + 1, allow_expr));
     list->Add(std::move(sub));
   }
   if (list->children().empty()) return BadValue("$and/$or/$nor must be a nonempty array");
@@ -613,7 +631,7 @@ StatusOr<ExprPtr> Parser::ParseElemMatch(std::string_view path, const bson_value
     RETURN_IF_ERROR(ParseSub("", v, &list, depth + 1));
     return ExprPtr(new ElemMatchValueExpression(path, std::move(*list.mutable_children())));
   }
-  ASSIGN_OR_RETURN(ExprPtr sub, ParseDocument(v, depth + 1));
+  ASSIGN_OR_RETURN(ExprPtr sub, ParseDocument(v, depth + 1, false));
   return ExprPtr(new ElemMatchObjectExpression(path, std::move(sub)));
 }
 
@@ -657,7 +675,7 @@ StatusOr<ExprPtr> Parser::ParseAll(std::string_view path, const bson_value_t& v,
 
 }  // namespace
 
-StatusOr<ExprPtr> ParseFilter(const bson_t* filter) {
+StatusOr<ExprPtr> ParseFilter(const bson_t* filter, expression::ParseContext* pc, int64_t now_ms) {
   if (filter == nullptr) return BadValue("filter must be a document");
   const uint8_t* data = bson_get_data(filter);
   // Bound the nesting before anything recurses over the filter.
@@ -671,8 +689,8 @@ StatusOr<ExprPtr> ParseFilter(const bson_t* filter) {
   doc.value_type = BSON_TYPE_DOCUMENT;
   doc.value.v_doc.data = const_cast<uint8_t*>(data);
   doc.value.v_doc.data_len = filter->len;
-  Parser parser;
-  return parser.ParseDocument(doc, 0);
+  Parser parser(pc, now_ms);
+  return parser.ParseDocument(doc, 0, true);
 }
 
 }  // namespace query

@@ -21,12 +21,16 @@ constexpr int kMaxFilterDepth = 100;
 constexpr size_t kMaxPathComponents = 100;
 
 // Parses `filter`.  The tree points into `filter`'s bytes: REQUIRES the
-// filter outlives the tree and is not modified.
+// filter outlives the tree and is not modified.  $expr's aggregation
+// expressions are parsed with `pc` (its declared variables in scope), or a
+// fresh ParseContext when `pc` is null; their $$NOW defaults to `now_ms`.
 // Errors: BadValue (unknown operator, malformed operator argument, invalid
-// regex, nesting deeper than kMaxFilterDepth), FailedToParse and
-// TypeMismatch where MongoDB uses them ($type), Location51108 (regex flag),
-// InvalidBSON.
-StatusOr<ExprPtr> ParseFilter(const bson_t* filter);
+// regex, nesting deeper than kMaxFilterDepth, $expr below the top level),
+// FailedToParse and TypeMismatch where MongoDB uses them ($type),
+// Location51108 (regex flag), InvalidBSON, and $expr's expression parse
+// errors (expression/expression.h).
+StatusOr<ExprPtr> ParseFilter(const bson_t* filter, expression::ParseContext* pc = nullptr,
+                              int64_t now_ms = 0);
 
 }  // namespace query
 }  // namespace gatedb

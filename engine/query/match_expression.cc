@@ -411,5 +411,41 @@ bool ElemMatchValueExpression::MatchesValue(const bson_value_t& v, int64_t* elem
   return false;
 }
 
+namespace {
+thread_local ExprEvalScope* tls_expr_scope = nullptr;
+}  // namespace
+
+ExprEvalScope::ExprEvalScope(expression::EvalContext* ctx, Status* error)
+    : ctx_(ctx), error_(error), outer_(tls_expr_scope) {
+  tls_expr_scope = this;
+}
+
+ExprEvalScope::~ExprEvalScope() { tls_expr_scope = outer_; }
+
+ExprEvalScope* ExprEvalScope::Current() { return tls_expr_scope; }
+
+bool ExprMatchExpression::MatchesDocument(const uint8_t* data, uint32_t len, int64_t*) const {
+  bson_value_t doc = {};
+  doc.value_type = BSON_TYPE_DOCUMENT;
+  doc.value.v_doc.data = const_cast<uint8_t*>(data);
+  doc.value.v_doc.data_len = len;
+  ExprEvalScope* scope = ExprEvalScope::Current();
+  StatusOr<expression::Value> v = [&]() -> StatusOr<expression::Value> {
+    if (scope != nullptr && scope->ctx() != nullptr) {
+      scope->ctx()->SetRoot(expression::Value::Borrow(doc));
+      return expr_->Evaluate(*scope->ctx());
+    }
+    expression::EvalContext ctx;
+    ctx.SetNow(now_ms_);
+    ctx.SetRoot(expression::Value::Borrow(doc));
+    return expr_->Evaluate(ctx);
+  }();
+  if (!v.ok()) {
+    if (scope != nullptr) scope->Record(v.status());
+    return false;
+  }
+  return expression::Truthy(*v);
+}
+
 }  // namespace query
 }  // namespace gatedb

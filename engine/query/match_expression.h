@@ -33,10 +33,14 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/query/regex_matcher.h"
+#include "engine/expression/expression.h"
+#include "engine/regex/regex_matcher.h"
 
 namespace gatedb {
 namespace query {
+
+// The matcher compiles $regex and $in's regexes with engine/regex.
+using regex::RegexMatcher;
 
 // A dotted path ("a.b.0.c") split into its components.
 struct FieldPath {
@@ -91,6 +95,7 @@ enum class ExprKind {
   kSize,
   kElemMatchObject,
   kElemMatchValue,
+  kExpr,
 };
 
 class MatchExpression {
@@ -286,6 +291,51 @@ class ElemMatchValueExpression final : public PathExpression {
 
  private:
   std::vector<ExprPtr> subs_;
+};
+
+// {$expr: <aggregation expression>}: the document matches when the
+// expression, evaluated with $$ROOT and $$CURRENT set to it, is truthy
+// (expression::Truthy).  Only a whole document can be tested (MatchesValue
+// is false): $expr is parsed at the top level of a filter and inside $and,
+// $or and $nor only.
+//
+// Evaluation uses the EvalContext of the innermost ExprEvalScope on this
+// thread (the caller's variables and $$NOW), else a fresh one whose $$NOW
+// is the time the filter was parsed.  An evaluation error does not match,
+// and is recorded in that scope, which then fails the match
+// (Matcher::MatchesOrError).
+class ExprMatchExpression final : public MatchExpression {
+ public:
+  ExprMatchExpression(std::unique_ptr<expression::Expression> expr, int64_t now_ms)
+      : MatchExpression(ExprKind::kExpr), expr_(std::move(expr)), now_ms_(now_ms) {}
+  bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const override;
+  bool MatchesValue(const bson_value_t&, int64_t*) const override { return false; }
+
+ private:
+  std::unique_ptr<expression::Expression> expr_;
+  int64_t now_ms_;
+};
+
+// While alive, $expr nodes evaluated on this thread use `ctx` (may be null)
+// and record their first evaluation error in *error.  Scopes nest.
+class ExprEvalScope {
+ public:
+  ExprEvalScope(expression::EvalContext* ctx, Status* error);
+  ~ExprEvalScope();
+  ExprEvalScope(const ExprEvalScope&) = delete;
+  ExprEvalScope& operator=(const ExprEvalScope&) = delete;
+
+  expression::EvalContext* ctx() const { return ctx_; }
+  void Record(const Status& s) {
+    if (error_->ok()) *error_ = s;
+  }
+  // The innermost scope on this thread, or null.
+  static ExprEvalScope* Current();
+
+ private:
+  expression::EvalContext* ctx_;
+  Status* error_;
+  ExprEvalScope* outer_;
 };
 
 }  // namespace query

@@ -1,6 +1,7 @@
 #include "engine/query/matcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -14,18 +15,58 @@ Matcher::Matcher(std::unique_ptr<MatchExpression> root) : root_(std::move(root))
 
 Matcher::~Matcher() = default;
 
-StatusOr<std::unique_ptr<Matcher>> Matcher::Parse(const bson_t* filter) {
+namespace {
+
+// $expr can only sit under the top level and $and/$or/$nor.
+bool ContainsExpr(const MatchExpression* e) {
+  switch (e->kind()) {
+    case ExprKind::kExpr: return true;
+    case ExprKind::kRoot: return ContainsExpr(static_cast<const RootExpression*>(e)->child());
+    case ExprKind::kAnd:
+    case ExprKind::kOr:
+    case ExprKind::kNor:
+      for (const ExprPtr& c : static_cast<const ListExpression*>(e)->children()) {
+        if (ContainsExpr(c.get())) return true;
+      }
+      return false;
+    default: return false;
+  }
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Matcher>> Matcher::Parse(const bson_t* filter) { return Parse(filter, nullptr); }
+
+StatusOr<std::unique_ptr<Matcher>> Matcher::Parse(const bson_t* filter, expression::ParseContext* pc) {
   if (filter == nullptr) return Status(ErrorCode::kBadValue, "filter must be a document");
   // The tree points into this private copy of the filter.
   bson_t* backing = bson_copy(filter);
   if (backing == nullptr) return Status(ErrorCode::kInvalidBSON, "filter is not valid BSON");
-  StatusOr<ExprPtr> tree = ParseFilter(backing);
+  StatusOr<ExprPtr> tree = ParseFilter(backing, pc, NowMs());
   if (!tree.ok()) {
     bson_destroy(backing);
     return tree.status();
   }
   auto root = std::make_unique<RootExpression>(backing, std::move(tree).value());
-  return std::unique_ptr<Matcher>(new Matcher(std::move(root)));
+  const bool has_expr = ContainsExpr(root.get());
+  std::unique_ptr<Matcher> m(new Matcher(std::move(root)));
+  m->has_expr_ = has_expr;
+  return m;
+}
+
+StatusOr<bool> Matcher::MatchesOrError(const bson_t* doc, expression::EvalContext* ctx,
+                                       MatchDetails* details) const {
+  Status error;
+  ExprEvalScope scope(ctx, &error);
+  const bool matched = Matches(doc, details);
+  if (!error.ok()) return error;
+  return matched;
 }
 
 bool Matcher::Matches(const bson_t* doc, MatchDetails* details) const {

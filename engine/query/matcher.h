@@ -5,6 +5,9 @@
 // through embedded documents and arrays, implicit array element matching,
 // numbers by value across types, missing vs null, type-bracketed comparison.
 //
+// {$expr: <aggregation expression>} (engine/expression) is accepted at the
+// top level and inside $and/$or/$nor, as in MongoDB.
+//
 // Thread safety: a Matcher is immutable after Parse(); Matches() may be
 // called from many threads at once.
 #ifndef GATEDB_ENGINE_QUERY_MATCHER_H_
@@ -19,6 +22,11 @@
 #include "gatedb/status.h"
 
 namespace gatedb {
+namespace expression {
+class EvalContext;
+class ParseContext;
+}  // namespace expression
+
 namespace query {
 
 class MatchExpression;  // the parsed tree; internal to engine/query
@@ -35,13 +43,33 @@ class Matcher {
   // Parses a filter.  Errors (MongoDB's codes): BadValue for an unknown
   // operator ("unknown operator: $foo"), a bad $in/$all/$size/$mod/$type
   // argument, an $and/$or/$nor that is not a non-empty array; FailedToParse
-  // where MongoDB uses it; nesting deeper than 100 levels is BadValue.
+  // where MongoDB uses it; nesting deeper than 100 levels is BadValue;
+  // $expr below the top level ("$expr can only be applied to the top-level
+  // document") is BadValue; $expr's own parse errors are MongoDB's
+  // (engine/expression/expression.h).  $expr's $$NOW is the time of Parse()
+  // unless MatchesOrError() is given a context.
   static StatusOr<std::unique_ptr<Matcher>> Parse(const bson_t* filter);
+
+  // As Parse(), with $expr's variables resolved in `pc`: variables the
+  // caller declared there ($lookup's `let`) are bound per evaluation by the
+  // EvalContext given to MatchesOrError().
+  static StatusOr<std::unique_ptr<Matcher>> Parse(const bson_t* filter, expression::ParseContext* pc);
 
   ~Matcher();
 
-  // True when `doc` matches.  `details` may be null.
+  // True when `doc` matches.  `details` may be null.  An $expr that fails
+  // to evaluate (a type error, a division by zero) does not match; use
+  // MatchesOrError() to get the error, as MongoDB fails the query.
   bool Matches(const bson_t* doc, MatchDetails* details = nullptr) const;
+
+  // As Matches(), but the first $expr evaluation error is returned.  `ctx`
+  // (may be null) gives $expr its $$NOW and declared variables; its root is
+  // set to `doc`.  Errors: the expression's evaluation errors.
+  StatusOr<bool> MatchesOrError(const bson_t* doc, expression::EvalContext* ctx = nullptr,
+                                MatchDetails* details = nullptr) const;
+
+  // True when the filter holds an $expr (only then can MatchesOrError fail).
+  bool HasExpr() const { return has_expr_; }
 
   // True when the filter is {} (matches everything).
   bool MatchesAll() const;
@@ -49,6 +77,7 @@ class Matcher {
  private:
   explicit Matcher(std::unique_ptr<MatchExpression> root);
   std::unique_ptr<MatchExpression> root_;
+  bool has_expr_ = false;
 };
 
 // For an upsert that inserts: appends to `out` the fields that the filter

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/document/bson_compare.h"
-#include "engine/query/regex_matcher.h"
+#include "engine/regex/regex_matcher.h"
 #include "engine/schema/bson_util.h"
 
 namespace gatedb {
@@ -55,7 +55,7 @@ struct Subschema {
 
   // Strings.
   Spec pattern_spec;
-  std::unique_ptr<query::RegexMatcher> pattern;
+  std::unique_ptr<regex::RegexMatcher> pattern;
   Spec max_length_spec, min_length_spec;
   int64_t max_length = 0, min_length = 0;
 
@@ -83,7 +83,7 @@ struct Subschema {
   std::set<std::string, std::less<>> property_names;
   struct PatternProperty {
     std::string pattern;
-    std::unique_ptr<query::RegexMatcher> regex;
+    std::unique_ptr<regex::RegexMatcher> regex;
     std::unique_ptr<Subschema> schema;
   };
   bool has_pattern_properties = false;
@@ -400,7 +400,7 @@ Status Parser::ParseScalarKeywords(const Spec* kw, Subschema* s) {
   if (kw[kPattern].present) {
     const bson_value_t& v = kw[kPattern].value;
     if (v.value_type != BSON_TYPE_UTF8) return TypeMismatch(Kw("pattern") + " must be a string");
-    ASSIGN_OR_RETURN(s->pattern, query::RegexMatcher::Compile(Str(v), ""));
+    ASSIGN_OR_RETURN(s->pattern, regex::RegexMatcher::Compile(Str(v), ""));
     s->pattern_spec = kw[kPattern];
   }
   if (kw[kMaxLength].present) {
@@ -571,7 +571,7 @@ Status Parser::ParseObjectKeywords(const Spec* kw, Subschema* s, int depth) {
       Subschema::PatternProperty pp;
       ASSIGN_OR_RETURN(pp.schema, Parse(it.value(), depth + 1));
       pp.pattern = std::string(it.key());
-      ASSIGN_OR_RETURN(pp.regex, query::RegexMatcher::Compile(pp.pattern, ""));
+      ASSIGN_OR_RETURN(pp.regex, regex::RegexMatcher::Compile(pp.pattern, ""));
       s->pattern_properties.push_back(std::move(pp));
     }
     s->has_pattern_properties = true;

@@ -103,6 +103,29 @@ MATCHERS = {
                   {"arr": [{"x": 1}, {"x": 4, "y": "s"}]}),
     "all_regex.bson": ({"t": {"$all": ["a", "b"]}, "r": {"$regex": "^ab.*c$", "$options": "i"}},
                        {"t": ["b", "a", "c"], "r": "ABxC"}),
+    "expr.bson": ({"c": 1, "$or": [{"$expr": {"$gt": ["$a", {"$divide": ["$b", 2]}]}}, {"d": {"$exists": True}}]},
+                  {"a": 2, "b": 1, "c": 1}),
+}
+
+# fuzz_expression: {"e": <expression>} and the document it is evaluated on.
+EXPRESSIONS = {
+    "arith.bson": ({"e": {"$add": ["$a", {"$multiply": ["$b", 2]}, {"$mod": [7, 3]}]}}, {"a": 1, "b": 2.5}),
+    "string.bson": ({"e": {"$concat": [{"$toUpper": "$s"}, "-", {"$substrCP": ["$s", 1, 2]},
+                                       {"$trim": {"input": "  x "}}]}}, {"s": "héllo"}),
+    "array.bson": ({"e": {"$map": {"input": {"$filter": {"input": "$arr", "cond": {"$gt": ["$$this", 1]}}},
+                                   "as": "x", "in": {"$reduce": {"input": [1, 2], "initialValue": "$$x",
+                                                                 "in": {"$add": ["$$value", "$$this"]}}}}}},
+                   {"arr": [1, 2, 3, None]}),
+    "cond.bson": ({"e": {"$switch": {"branches": [{"case": {"$eq": ["$t", "a"]}, "then": {"$ifNull": ["$n", 0]}}],
+                                     "default": {"$cond": ["$f", 1, 2]}}}}, {"t": "b", "f": True}),
+    "date.bson": ({"e": {"$dateToString": {"date": {"$dateFromParts": {"year": "$y", "month": 14, "day": 1}},
+                                           "format": "%Y-%m-%d %j %V", "timezone": "+04:30"}}}, {"y": 2020}),
+    "regex.bson": ({"e": {"$regexFindAll": {"input": "$s", "regex": "(a)(b)?", "options": "i"}}}, {"s": "abAxa"}),
+    "let.bson": ({"e": {"$let": {"vars": {"v": "$a.b"}, "in": {"$objectToArray": {"$mergeObjects": [
+        {"k": "$$v"}, {"$arrayToObject": [[["z", 1]]]}]}}}}}, {"a": [{"b": 1}, {"b": 2}]}),
+    "convert.bson": ({"e": [{"$convert": {"input": "$s", "to": "int", "onError": -1}}, {"$toString": "$d"},
+                            {"$type": "$nope"}, {"$sortArray": {"input": "$arr", "sortBy": -1}}]},
+                     {"s": "12x", "d": 2.5, "arr": [3, "a", 1]}),
 }
 
 VALIDATORS = {
@@ -131,6 +154,8 @@ def main():
         write("fuzz_update_apply", n, pair(a, b))
     for n, (a, b) in MATCHERS.items():
         write("fuzz_matcher", n, pair(a, b))
+    for n, (a, b) in EXPRESSIONS.items():
+        write("fuzz_expression", n, pair(a, b))
     for n, (a, b) in VALIDATORS.items():
         write("fuzz_validator", n, pair(a, b))
     for n, (a, b) in INDEX_KEYS.items():

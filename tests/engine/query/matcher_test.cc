@@ -877,7 +877,10 @@ TEST(MatcherErrorTest, UnknownOperators) {
   EXPECT_THAT(ParseStatus(R"({"a": {"$comment": "x"}})"), StatusIs(ErrorCode::kBadValue));
   EXPECT_THAT(ParseStatus(R"({"$where": "this.a > 1"})"), StatusIs(ErrorCode::kBadValue));
   EXPECT_THAT(ParseStatus(R"({"a": {"$where": 1}})"), StatusIs(ErrorCode::kBadValue));
-  EXPECT_THAT(ParseStatus(R"({"$expr": {"$eq": ["$a", 1]}})"), StatusIs(ErrorCode::kBadValue));
+  // $expr is supported at the top level (matcher_expr_test.cc), not inside $elemMatch.
+  EXPECT_OK(ParseStatus(R"({"$expr": {"$eq": ["$a", 1]}})"));
+  EXPECT_THAT(ParseStatus(R"({"a": {"$elemMatch": {"$expr": {"$eq": ["$b", 1]}}}})"),
+              StatusIs(ErrorCode::kBadValue));
   EXPECT_THAT(ParseStatus(R"({"a": {"$bitsAllSet": 1}})"), StatusIs(ErrorCode::kBadValue));
   EXPECT_THAT(ParseStatus(R"({"a": {"$near": [0, 0]}})"), StatusIs(ErrorCode::kBadValue));
 }

@@ -1,10 +1,10 @@
-#include "engine/query/regex_matcher.h"
+#include "engine/regex/regex_matcher.h"
 
 #include <cstring>
 #include <exception>
 
 namespace gatedb {
-namespace query {
+namespace regex {
 
 namespace {
 
@@ -132,8 +132,11 @@ Status UnsupportedEscape(char e) {
   return InvalidRegex(std::string("unsupported escape sequence \\") + e);
 }
 
-// Translates PCRE syntax to ECMAScript; see regex_matcher.h.
-Status Translate(std::string_view p, const RegexFlags& f, std::string* out) {
+// Translates PCRE syntax to ECMAScript; see regex_matcher.h.  With
+// `exact_extent` the translation never consumes more than PCRE would (a
+// final "$" does not eat the "\n" before the end), so that match positions
+// are PCRE's.
+Status Translate(std::string_view p, const RegexFlags& f, bool exact_extent, std::string* out) {
   out->clear();
   out->reserve(p.size() + 16);
   int depth = 0;
@@ -236,7 +239,7 @@ Status Translate(std::string_view p, const RegexFlags& f, std::string* out) {
       case '$':
         if (f.m) {
           out->push_back('$');
-        } else if (p.find_first_not_of(')', i + 1) == std::string_view::npos) {
+        } else if (!exact_extent && p.find_first_not_of(')', i + 1) == std::string_view::npos) {
           // Nothing can follow: consuming the final "\n" is equivalent and
           // avoids a lookahead sub-search.
           out->append("\\n?$");
@@ -324,6 +327,16 @@ Status Translate(std::string_view p, const RegexFlags& f, std::string* out) {
 
 StatusOr<std::unique_ptr<RegexMatcher>> RegexMatcher::Compile(std::string_view pattern,
                                                               std::string_view flags) {
+  return CompileImpl(pattern, flags, false);
+}
+
+StatusOr<std::unique_ptr<RegexMatcher>> RegexMatcher::CompileForFind(std::string_view pattern,
+                                                                     std::string_view flags) {
+  return CompileImpl(pattern, flags, true);
+}
+
+StatusOr<std::unique_ptr<RegexMatcher>> RegexMatcher::CompileImpl(std::string_view pattern,
+                                                                  std::string_view flags, bool for_find) {
   RegexFlags f;
   for (char c : flags) {
     switch (c) {
@@ -358,22 +371,25 @@ StatusOr<std::unique_ptr<RegexMatcher>> RegexMatcher::Compile(std::string_view p
   m->literal_.clear();
 
   std::string translated;
-  RETURN_IF_ERROR(Translate(body, f, &translated));
+  RETURN_IF_ERROR(Translate(body, f, for_find, &translated));
   std::regex::flag_type syntax = std::regex::ECMAScript;
   if (f.i) syntax |= std::regex::icase;
   if (f.m) syntax |= std::regex::multiline;
   try {
     // A lazy any-prefix lets one anchored pass of the NFA executor find a
     // match at any position: linear time, bounded stack.
-    m->re_.assign("[\\s\\S]*?(?:" + translated + ")",
+    m->re_.assign("[\\s\\S]*?(" + std::string(for_find ? "" : "?:") + translated + ")",
                   syntax | std::regex_constants::__polynomial);
     m->mode_ = Mode::kLinear;
+    m->whole_group_ = for_find;
+    m->groups_ = m->re_.mark_count() - (for_find ? 1 : 0);
   } catch (const std::regex_error& e) {
     if (e.code() != std::regex_constants::error_complexity) return InvalidRegex(e.what());
     // Back-references need the backtracking executor.
     try {
       m->re_.assign(translated, syntax);
       m->mode_ = Mode::kBacktracking;
+      m->groups_ = m->re_.mark_count();
     } catch (const std::exception& e2) {
       return InvalidRegex(e2.what());
     }
@@ -418,5 +434,76 @@ bool RegexMatcher::Search(const char* s, size_t n) const {
   return false;
 }
 
-}  // namespace query
+namespace {
+
+// Index of the first case-insensitive occurrence of lit in s[start, n).
+size_t FindLiteral(const char* s, size_t n, size_t start, const std::string& lit, bool icase) {
+  const size_t k = lit.size();
+  if (n < k || start > n - k) return std::string_view::npos;
+  if (!icase) return std::string_view(s, n).find(lit, start);
+  for (size_t i = start; i + k <= n; ++i) {
+    if (EqualsIgnoreCase(s + i, lit.data(), k)) return i;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+RegexMatcher::FindResult RegexMatcher::Find(const char* s, size_t n, size_t start, Match* m) const {
+  m->groups.clear();
+  if (start > n) return FindResult::kNoMatch;
+  switch (mode_) {
+    case Mode::kContains: {
+      const size_t at = FindLiteral(s, n, start, literal_, icase_);
+      if (at == std::string_view::npos) return FindResult::kNoMatch;
+      m->offset = at;
+      m->length = literal_.size();
+      return FindResult::kMatch;
+    }
+    case Mode::kPrefix: {
+      // '^' without the m flag: only the very start of the subject.
+      if (start != 0 || FindLiteral(s, n, 0, literal_, icase_) != 0) return FindResult::kNoMatch;
+      m->offset = 0;
+      m->length = literal_.size();
+      return FindResult::kMatch;
+    }
+    case Mode::kLinear:
+    case Mode::kBacktracking: {
+      if (mode_ == Mode::kBacktracking && n - start > kMaxBacktrackingSubject) {
+        return FindResult::kSubjectTooLong;
+      }
+      auto flags = std::regex_constants::match_default;
+      if (start > 0) flags |= std::regex_constants::match_prev_avail;
+      std::cmatch cm;
+      bool found = false;
+      try {
+        if (mode_ == Mode::kLinear) {
+          found = std::regex_search(s + start, s + n, cm, re_, flags | std::regex_constants::match_continuous);
+        } else {
+          found = std::regex_search(s + start, s + n, cm, re_, flags);
+        }
+      } catch (...) {
+        found = false;
+      }
+      if (!found) return FindResult::kNoMatch;
+      // In kLinear mode group 1 is the pattern (after the lazy prefix) when
+      // whole_group_; without it (plain Compile) the match start is unknown.
+      const size_t first_group = whole_group_ ? 2 : 1;
+      const std::csub_match& whole = whole_group_ ? cm[1] : cm[0];
+      m->offset = static_cast<size_t>(whole.first - s);
+      m->length = static_cast<size_t>(whole.length());
+      for (size_t g = first_group; g < cm.size(); ++g) {
+        if (cm[g].matched) {
+          m->groups.emplace_back(cm[g].first - s, static_cast<size_t>(cm[g].length()));
+        } else {
+          m->groups.emplace_back(-1, 0);
+        }
+      }
+      return FindResult::kMatch;
+    }
+  }
+  return FindResult::kNoMatch;
+}
+
+}  // namespace regex
 }  // namespace gatedb

@@ -1,4 +1,4 @@
-// File: engine/query/regex_matcher.h
+// File: engine/regex/regex_matcher.h
 //
 // RegexMatcher: a MongoDB $regex (pattern + flags "imsxu") compiled once and
 // then run against many strings.  MongoDB uses PCRE; gatedb translates the
@@ -21,19 +21,26 @@
 // executor, which uses ~400 bytes of stack per subject byte; to stay
 // crash-free they only ever match subjects of at most 1 KiB.
 //
-// Thread safety: immutable after Compile(); Search() may run concurrently.
-#ifndef GATEDB_ENGINE_QUERY_REGEX_MATCHER_H_
-#define GATEDB_ENGINE_QUERY_REGEX_MATCHER_H_
+// Find() (for $regexFind and $regexFindAll) also reports where the match is
+// and what each group captured; a matcher made by CompileForFind() supports
+// it, at the cost of one more capture group in the linear executor.
+//
+// Thread safety: immutable after Compile(); Search() and Find() may run
+// concurrently.
+#ifndef GATEDB_ENGINE_REGEX_REGEX_MATCHER_H_
+#define GATEDB_ENGINE_REGEX_REGEX_MATCHER_H_
 
 #include <memory>
 #include <regex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gatedb/status.h"
 
 namespace gatedb {
-namespace query {
+namespace regex {
 
 class RegexMatcher {
  public:
@@ -44,8 +51,35 @@ class RegexMatcher {
   static StatusOr<std::unique_ptr<RegexMatcher>> Compile(std::string_view pattern,
                                                          std::string_view flags);
 
+  // As Compile(), for a matcher whose Find() is used: matches have PCRE's
+  // extent (a final `$` does not take the "\n" before the end into the
+  // match, as Search()'s translation may).
+  static StatusOr<std::unique_ptr<RegexMatcher>> CompileForFind(std::string_view pattern,
+                                                                std::string_view flags);
+
   // True when the pattern matches somewhere in s[0, n).
   bool Search(const char* s, size_t n) const;
+
+  struct Match {
+    size_t offset = 0;  // of the match in the subject, in bytes
+    size_t length = 0;
+    // Per capture group: {offset, length}, or {-1, 0} when the group did not
+    // take part in the match.
+    std::vector<std::pair<std::ptrdiff_t, size_t>> groups;
+  };
+  enum class FindResult {
+    kMatch,
+    kNoMatch,
+    // A back-reference pattern on a subject longer than the backtracking
+    // executor is allowed (see above): the answer is unknown.
+    kSubjectTooLong,
+  };
+  // The first match in s[start, n).  Anchors and \b see s[start - 1] as the
+  // preceding character.  REQUIRES: made by CompileForFind(); start <= n.
+  FindResult Find(const char* s, size_t n, size_t start, Match* m) const;
+
+  // The number of capture groups in the pattern.
+  size_t group_count() const { return groups_; }
 
   // The pattern and flags exactly as given (a BSON regex value equals this
   // matcher when both are byte-equal, as in MongoDB).
@@ -56,6 +90,8 @@ class RegexMatcher {
   enum class Mode { kContains, kPrefix, kLinear, kBacktracking };
 
   RegexMatcher() = default;
+  static StatusOr<std::unique_ptr<RegexMatcher>> CompileImpl(std::string_view pattern, std::string_view flags,
+                                                             bool for_find);
 
   std::string pattern_;
   std::string flags_;
@@ -63,9 +99,13 @@ class RegexMatcher {
   bool icase_ = false;
   std::string literal_;  // kContains / kPrefix
   std::regex re_;        // kLinear / kBacktracking
+  // CompileForFind() in kLinear mode wraps the whole pattern in a group
+  // (re_ is "[\s\S]*?(pattern)"), so the user's groups start at 2.
+  bool whole_group_ = false;
+  size_t groups_ = 0;
 };
 
-}  // namespace query
+}  // namespace regex
 }  // namespace gatedb
 
-#endif  // GATEDB_ENGINE_QUERY_REGEX_MATCHER_H_
+#endif  // GATEDB_ENGINE_REGEX_REGEX_MATCHER_H_

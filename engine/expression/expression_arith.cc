@@ -1,0 +1,571 @@
+// Arithmetic operators: $add $subtract $multiply $divide $mod $abs $ceil
+// $floor $round $trunc $sqrt $pow $exp $ln $log $log10, the trigonometric
+// operators, and the accumulator-style $sum $avg $min $max $stdDevPop
+// $stdDevSamp over arrays or several arguments.
+//
+// Result types follow MongoDB: int32 results that overflow widen to int64,
+// int64 results that overflow become doubles, any double operand gives a
+// double.  Decimal128 operands are refused (DecimalUnsupported) until
+// gatedb has decimal arithmetic.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "engine/expression/accumulator.h"
+#include "engine/expression/expression_internal.h"
+
+namespace gatedb {
+namespace expression {
+namespace internal {
+
+namespace {
+
+std::string T(const Value& v) { return TypeName(v); }
+
+int64_t IntOf(const Value& v) { return v.type() == BSON_TYPE_INT32 ? v.int32() : v.int64(); }
+
+bool InInt64Range(long double d) { return d >= -9223372036854775808.0L && d < 9223372036854775808.0L; }
+
+// ---------------------------------------------------------------------------
+// $add $subtract $multiply $divide $mod
+
+StatusOr<Value> Add(const char* name, const Value* a, size_t n) {
+  NumType widest = NumType::kInt32;
+  int64_t isum = 0;
+  bool int_overflow = false;
+  long double dsum = 0;
+  bool have_date = false;
+  int64_t date = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Value& v = a[i];
+    if (v.nullish()) return Value::Null();
+    if (v.is_date()) {
+      if (have_date) return Err(16612, "only one date allowed in an $add expression");
+      have_date = true;
+      date = v.date();
+      continue;
+    }
+    if (!v.is_number()) return Err(16554, "$add only supports numeric or date types, not " + T(v));
+    const NumType t = NumTypeOf(v);
+    if (t == NumType::kDecimal) return DecimalUnsupported(name);
+    if (t > widest) widest = t;
+    if (t == NumType::kDouble) {
+      dsum += v.dbl();
+    } else if (int_overflow) {
+      dsum += IntOf(v);
+    } else {
+      const int64_t x = IntOf(v);
+      const int64_t before = isum;
+      if (__builtin_add_overflow(before, x, &isum)) {
+        int_overflow = true;
+        dsum += static_cast<long double>(before) + x;
+        isum = 0;
+      }
+    }
+  }
+  const long double total = dsum + isum;
+  if (have_date) {
+    int64_t out = 0;
+    if (widest != NumType::kDouble && !int_overflow) {
+      if (__builtin_add_overflow(date, isum, &out)) return Status(ErrorCode::kOverflow, "date overflow in $add");
+    } else {
+      // MongoDB rounds a fractional number of milliseconds.
+      if (!std::isfinite(total) || !InInt64Range(total)) return Status(ErrorCode::kOverflow, "date overflow in $add");
+      const long double ms = static_cast<long double>(date) + std::llroundl(total);
+      if (!InInt64Range(ms)) return Status(ErrorCode::kOverflow, "date overflow in $add");
+      out = static_cast<int64_t>(ms);
+    }
+    return Value::Date(out);
+  }
+  if (widest == NumType::kDouble || int_overflow) return Value::Double(static_cast<double>(total));
+  if (widest == NumType::kInt64) return Value::Int64(isum);
+  return IntegerValue(isum);
+}
+
+StatusOr<Value> Subtract(const char* name, const Value* a, size_t) {
+  const Value& l = a[0];
+  const Value& r = a[1];
+  if (l.nullish() || r.nullish()) return Value::Null();
+  if (l.is_number() && r.is_number()) {
+    const NumType tl = NumTypeOf(l), tr = NumTypeOf(r);
+    if (tl == NumType::kDecimal || tr == NumType::kDecimal) return DecimalUnsupported(name);
+    if (tl == NumType::kDouble || tr == NumType::kDouble) return Value::Double(ToDouble(l) - ToDouble(r));
+    int64_t out = 0;
+    if (__builtin_sub_overflow(IntOf(l), IntOf(r), &out)) {
+      return Value::Double(static_cast<double>(static_cast<long double>(IntOf(l)) - IntOf(r)));
+    }
+    if (tl == NumType::kInt64 || tr == NumType::kInt64) return Value::Int64(out);
+    return IntegerValue(out);
+  }
+  if (l.is_date()) {
+    if (r.is_date()) {
+      int64_t out = 0;
+      if (__builtin_sub_overflow(l.date(), r.date(), &out)) {
+        return Status(ErrorCode::kOverflow, "date overflow in $subtract");
+      }
+      return Value::Int64(out);
+    }
+    if (r.is_number()) {
+      if (NumTypeOf(r) == NumType::kDecimal) return DecimalUnsupported(name);
+      int64_t ms = 0;
+      if (NumTypeOf(r) == NumType::kDouble) {
+        const double d = r.dbl();
+        if (!std::isfinite(d) || !InInt64Range(d)) {
+          return Status(ErrorCode::kOverflow, "date overflow in $subtract");
+        }
+        ms = std::llround(d);
+      } else {
+        ms = IntOf(r);
+      }
+      int64_t out = 0;
+      if (__builtin_sub_overflow(l.date(), ms, &out)) {
+        return Status(ErrorCode::kOverflow, "date overflow in $subtract");
+      }
+      return Value::Date(out);
+    }
+  }
+  return Err(16556, "can't $subtract " + T(r) + " from " + T(l));
+}
+
+StatusOr<Value> Multiply(const char* name, const Value* a, size_t n) {
+  // As MongoDB: an exact integer product while it fits, then a double.
+  NumType widest = NumType::kInt32;
+  int64_t iprod = 1;
+  bool int_overflow = false;
+  double dprod = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const Value& v = a[i];
+    if (v.nullish()) return Value::Null();
+    if (!v.is_number()) return Err(16555, "$multiply only supports numeric types, not " + T(v));
+    const NumType t = NumTypeOf(v);
+    if (t == NumType::kDecimal) return DecimalUnsupported(name);
+    if (t > widest) widest = t;
+    if (widest == NumType::kDouble || int_overflow) {
+      if (iprod != 1) {
+        dprod *= static_cast<double>(iprod);
+        iprod = 1;
+      }
+      dprod *= ToDouble(v);
+      continue;
+    }
+    const int64_t before = iprod;
+    if (__builtin_mul_overflow(before, IntOf(v), &iprod)) {
+      int_overflow = true;
+      dprod *= static_cast<double>(before) * static_cast<double>(IntOf(v));
+      iprod = 1;
+    }
+  }
+  if (widest == NumType::kDouble || int_overflow) return Value::Double(dprod * static_cast<double>(iprod));
+  if (widest == NumType::kInt64) return Value::Int64(iprod);
+  return IntegerValue(iprod);
+}
+
+StatusOr<Value> Divide(const char* name, const Value* a, size_t) {
+  const Value& l = a[0];
+  const Value& r = a[1];
+  if (l.nullish() || r.nullish()) return Value::Null();
+  if (!l.is_number() || !r.is_number()) {
+    return Err(16609, "$divide only supports numeric types, not " + T(l) + " and " + T(r));
+  }
+  if (NumTypeOf(l) == NumType::kDecimal || NumTypeOf(r) == NumType::kDecimal) return DecimalUnsupported(name);
+  const double d = ToDouble(r);
+  if (d == 0) return Err(16608, "can't $divide by zero");
+  return Value::Double(ToDouble(l) / d);
+}
+
+StatusOr<Value> Mod(const char* name, const Value* a, size_t) {
+  const Value& l = a[0];
+  const Value& r = a[1];
+  if (l.nullish() || r.nullish()) return Value::Null();
+  if (!l.is_number() || !r.is_number()) {
+    return Err(16611, "$mod only supports numeric types, not " + T(l) + " and " + T(r));
+  }
+  const NumType tl = NumTypeOf(l), tr = NumTypeOf(r);
+  if (tl == NumType::kDecimal || tr == NumType::kDecimal) return DecimalUnsupported(name);
+  if (tl == NumType::kDouble || tr == NumType::kDouble) {
+    const double d = ToDouble(r);
+    if (d == 0) return Err(16610, "can't $mod by zero");
+    return Value::Double(std::fmod(ToDouble(l), d));
+  }
+  const int64_t x = IntOf(l), y = IntOf(r);
+  if (y == 0) return Err(16610, "can't $mod by zero");
+  const int64_t m = (y == -1) ? 0 : x % y;  // INT64_MIN % -1 overflows in C++
+  if (tl == NumType::kInt64 || tr == NumType::kInt64) return Value::Int64(m);
+  return Value::Int32(static_cast<int32_t>(m));
+}
+
+// ---------------------------------------------------------------------------
+// One-number operators
+
+Status NotNumeric(const char* name, const Value& v) {
+  return Err(28765, std::string(name) + " only supports numeric types, not " + T(v));
+}
+
+StatusOr<Value> Abs(const char* name, const Value* a, size_t) {
+  const Value& v = a[0];
+  if (v.nullish()) return Value::Null();
+  if (!v.is_number()) return NotNumeric(name, v);
+  switch (v.type()) {
+    case BSON_TYPE_INT32:
+      if (v.int32() == INT32_MIN) return Value::Int64(-static_cast<int64_t>(INT32_MIN));
+      return Value::Int32(std::abs(v.int32()));
+    case BSON_TYPE_INT64:
+      if (v.int64() == INT64_MIN) return Err(28680, "can't take $abs of long long min");
+      return Value::Int64(std::llabs(v.int64()));
+    case BSON_TYPE_DOUBLE: return Value::Double(std::fabs(v.dbl()));
+    default: return DecimalUnsupported(name);
+  }
+}
+
+template <double (*F)(double)>
+StatusOr<Value> IntegralRound(const char* name, const Value* a, size_t) {
+  const Value& v = a[0];
+  if (v.nullish()) return Value::Null();
+  if (!v.is_number()) return NotNumeric(name, v);
+  if (v.type() == BSON_TYPE_INT32 || v.type() == BSON_TYPE_INT64) return v;
+  if (v.type() == BSON_TYPE_DOUBLE) return Value::Double(F(v.dbl()));
+  return DecimalUnsupported(name);
+}
+
+double Ceil(double d) { return std::ceil(d); }
+double Floor(double d) { return std::floor(d); }
+
+// Rounds (or truncates) a double to `place` decimal places the way MongoDB
+// does: through its 15-significant-digit decimal form, rounding half to even
+// ({$round: [2.015, 2]} is 2.02, although the double is 2.01499...).
+double RoundDouble(double x, int place, bool truncate) {
+  if (!std::isfinite(x) || x == 0) return x;
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.14e", x);  // "-d.dddddddddddddde+XX"
+  const bool negative = buf[0] == '-';
+  const char* p = buf + (negative ? 1 : 0);
+  std::string digits;
+  for (; *p != 'e'; ++p) {
+    if (*p != '.') digits.push_back(*p);
+  }
+  const int exp10 = std::atoi(p + 1);  // value = d.ddd * 10^exp10
+  const int keep = exp10 + place + 1;  // digits at or above 10^-place
+  if (keep >= static_cast<int>(digits.size())) return std::strtod(buf, nullptr);
+  bool round_up = false;
+  if (keep < 0) {
+    round_up = false;
+  } else if (!truncate) {
+    const char first_dropped = digits[static_cast<size_t>(keep)];
+    const bool rest_zero = digits.find_first_not_of('0', static_cast<size_t>(keep) + 1) == std::string::npos;
+    if (first_dropped > '5' || (first_dropped == '5' && !rest_zero)) {
+      round_up = true;
+    } else if (first_dropped == '5') {
+      const int last_kept = keep > 0 ? digits[static_cast<size_t>(keep) - 1] - '0' : 0;
+      round_up = (last_kept % 2) == 1;
+    }
+  }
+  std::string kept = keep > 0 ? digits.substr(0, static_cast<size_t>(keep)) : std::string();
+  int scale = -place;  // the value is kept * 10^scale
+  if (round_up) {
+    int i = static_cast<int>(kept.size()) - 1;
+    while (i >= 0 && kept[static_cast<size_t>(i)] == '9') kept[static_cast<size_t>(i--)] = '0';
+    if (i >= 0) {
+      ++kept[static_cast<size_t>(i)];
+    } else {
+      kept.insert(kept.begin(), '1');
+    }
+  }
+  if (kept.empty()) kept = "0";
+  std::string s = (negative ? "-" : "") + kept + "e" + std::to_string(scale);
+  return std::strtod(s.c_str(), nullptr);
+}
+
+// Integers rounded to a negative place: to a multiple of 10^-place.
+bool RoundInteger(int64_t x, int place, bool truncate, int64_t* out) {
+  if (place >= 0) {
+    *out = x;
+    return true;
+  }
+  if (place < -18) {
+    // |x| < 10^19 <= 10^-place: everything rounds to 0 except a tie-free
+    // half, which cannot happen below 10^19 / 2 ... except for -19.
+    if (truncate || place < -19) {
+      *out = 0;
+      return true;
+    }
+    // place == -19: unit is 10^19, half is 5e18.
+    const long double half = 5e18L;
+    const long double ax = std::fabs(static_cast<long double>(x));
+    if (ax > half) return false;  // rounds to ±10^19: does not fit
+    *out = 0;
+    return true;
+  }
+  int64_t unit = 1;
+  for (int i = 0; i < -place; ++i) unit *= 10;
+  const int64_t q = x / unit;  // toward zero
+  const int64_t r = x % unit;
+  int64_t rq = q;
+  if (!truncate && r != 0) {
+    const int64_t ar = r < 0 ? -r : r;
+    const bool up = ar * 2 > unit || (ar * 2 == unit && (q % 2 != 0));
+    if (up) rq = q + (x < 0 ? -1 : 1);
+  }
+  return !__builtin_mul_overflow(rq, unit, out);
+}
+
+// $round and $trunc: [number, place?].
+StatusOr<Value> RoundOrTrunc(const char* name, const Value* a, size_t n, bool truncate) {
+  const Value& v = a[0];
+  if (v.nullish()) return Value::Null();
+  if (!v.is_number()) return Err(51081, std::string(name) + " only supports numeric types, not " + T(v));
+  int64_t place = 0;
+  if (n > 1) {
+    const Value& p = a[1];
+    if (p.nullish()) return Value::Null();
+    if (!ToInt64Exact(p, &place)) {
+      return Err(51082, "precision argument to " + std::string(name) + " must be a integral value");
+    }
+    if (place < -20 || place > 100) {
+      return Err(51083, "cannot apply " + std::string(name) + " with precision value " + std::to_string(place) +
+                            " value must be in [-20, 100]");
+    }
+  }
+  switch (v.type()) {
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64: {
+      int64_t out = 0;
+      if (!RoundInteger(IntOf(v), static_cast<int>(place), truncate, &out)) {
+        return Err(51080, "invalid conversion from Decimal128 result in " + std::string(name) +
+                              " resulting from arguments: [" + v.ToString() + ", " + std::to_string(place) + "]");
+      }
+      return v.type() == BSON_TYPE_INT64 ? Value::Int64(out) : IntegerValue(out);
+    }
+    case BSON_TYPE_DOUBLE:
+      return Value::Double(RoundDouble(v.dbl(), static_cast<int>(place), truncate));
+    default:
+      return DecimalUnsupported(name);
+  }
+}
+
+StatusOr<Value> Round(const char* name, const Value* a, size_t n) { return RoundOrTrunc(name, a, n, false); }
+StatusOr<Value> Trunc(const char* name, const Value* a, size_t n) { return RoundOrTrunc(name, a, n, true); }
+
+// A one-argument operator computed in double.  `check` rejects arguments
+// outside the domain (NaN passes through, as in MongoDB).
+template <double (*F)(double)>
+StatusOr<Value> DoubleFn(const char* name, const Value& v, Status (*check)(const char*, double)) {
+  if (v.nullish()) return Value::Null();
+  if (!v.is_number()) return NotNumeric(name, v);
+  if (NumTypeOf(v) == NumType::kDecimal) return DecimalUnsupported(name);
+  const double d = ToDouble(v);
+  if (check != nullptr && !std::isnan(d)) RETURN_IF_ERROR(check(name, d));
+  return Value::Double(F(d));
+}
+
+Status SqrtCheck(const char*, double d) {
+  return d >= 0 ? Status::OK() : Err(28714, "$sqrt's argument must be greater than or equal to 0");
+}
+Status LnCheck(const char*, double d) {
+  return d > 0 ? Status::OK() : Err(28766, "$ln's argument must be a positive number, but is " + FormatDouble(d));
+}
+Status Log10Check(const char*, double d) {
+  return d > 0 ? Status::OK() : Err(28761, "$log10's argument must be a positive number, but is " + FormatDouble(d));
+}
+Status UnitRange(const char* name, double d) {
+  if (d >= -1 && d <= 1) return Status::OK();
+  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) + ", value must in [-1,1]");
+}
+Status Finite(const char* name, double d) {
+  if (std::isfinite(d)) return Status::OK();
+  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) +
+                        ", value must in (-inf,inf)");
+}
+Status AtLeastOne(const char* name, double d) {
+  if (d >= 1) return Status::OK();
+  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) + ", value must in [1,inf]");
+}
+Status OpenUnitRange(const char* name, double d) {
+  if (d >= -1 && d <= 1) return Status::OK();
+  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) + ", value must in [-1,1]");
+}
+
+double Sqrt(double d) { return std::sqrt(d); }
+double Exp(double d) { return std::exp(d); }
+double Ln(double d) { return std::log(d); }
+double Log10(double d) { return std::log10(d); }
+double Sin(double d) { return std::sin(d); }
+double Cos(double d) { return std::cos(d); }
+double Tan(double d) { return std::tan(d); }
+double Asin(double d) { return std::asin(d); }
+double Acos(double d) { return std::acos(d); }
+double Atan(double d) { return std::atan(d); }
+double Sinh(double d) { return std::sinh(d); }
+double Cosh(double d) { return std::cosh(d); }
+double Tanh(double d) { return std::tanh(d); }
+double Asinh(double d) { return std::asinh(d); }
+double Acosh(double d) { return std::acosh(d); }
+double Atanh(double d) { return std::atanh(d); }
+double DegToRad(double d) { return d * M_PI / 180.0; }
+double RadToDeg(double d) { return d * 180.0 / M_PI; }
+
+#define GATEDB_DOUBLE_OP(fn_name, F, check) \
+  StatusOr<Value> fn_name(const char* name, const Value* a, size_t) { return DoubleFn<F>(name, a[0], check); }
+GATEDB_DOUBLE_OP(SqrtOp, Sqrt, SqrtCheck)
+GATEDB_DOUBLE_OP(ExpOp, Exp, nullptr)
+GATEDB_DOUBLE_OP(LnOp, Ln, LnCheck)
+GATEDB_DOUBLE_OP(Log10Op, Log10, Log10Check)
+GATEDB_DOUBLE_OP(SinOp, Sin, Finite)
+GATEDB_DOUBLE_OP(CosOp, Cos, Finite)
+GATEDB_DOUBLE_OP(TanOp, Tan, Finite)
+GATEDB_DOUBLE_OP(AsinOp, Asin, UnitRange)
+GATEDB_DOUBLE_OP(AcosOp, Acos, UnitRange)
+GATEDB_DOUBLE_OP(AtanOp, Atan, nullptr)
+GATEDB_DOUBLE_OP(SinhOp, Sinh, nullptr)
+GATEDB_DOUBLE_OP(CoshOp, Cosh, nullptr)
+GATEDB_DOUBLE_OP(TanhOp, Tanh, nullptr)
+GATEDB_DOUBLE_OP(AsinhOp, Asinh, nullptr)
+GATEDB_DOUBLE_OP(AcoshOp, Acosh, AtLeastOne)
+GATEDB_DOUBLE_OP(AtanhOp, Atanh, OpenUnitRange)
+GATEDB_DOUBLE_OP(DegToRadOp, DegToRad, nullptr)
+GATEDB_DOUBLE_OP(RadToDegOp, RadToDeg, nullptr)
+#undef GATEDB_DOUBLE_OP
+
+StatusOr<Value> Atan2(const char* name, const Value* a, size_t) {
+  if (a[0].nullish() || a[1].nullish()) return Value::Null();
+  if (!a[0].is_number()) return Err(51044, "$atan2 only supports numeric types, not " + T(a[0]));
+  if (!a[1].is_number()) return Err(51045, "$atan2 only supports numeric types, not " + T(a[1]));
+  if (NumTypeOf(a[0]) == NumType::kDecimal || NumTypeOf(a[1]) == NumType::kDecimal) return DecimalUnsupported(name);
+  return Value::Double(std::atan2(ToDouble(a[0]), ToDouble(a[1])));
+}
+
+StatusOr<Value> Log(const char* name, const Value* a, size_t) {
+  const Value& v = a[0];
+  const Value& b = a[1];
+  if (v.nullish() || b.nullish()) return Value::Null();
+  if (!v.is_number()) return Err(28756, "$log's argument must be numeric, not " + T(v));
+  if (!b.is_number()) return Err(28757, "$log's base must be numeric, not " + T(b));
+  if (NumTypeOf(v) == NumType::kDecimal || NumTypeOf(b) == NumType::kDecimal) return DecimalUnsupported(name);
+  const double x = ToDouble(v), base = ToDouble(b);
+  if (!(x > 0) && !std::isnan(x)) {
+    return Err(28758, "$log's argument must be a positive number, but is " + FormatDouble(x));
+  }
+  if ((!(base > 0) || base == 1) && !std::isnan(base)) {
+    return Err(28759, "$log's base must be a positive number not equal to 1, but is " + FormatDouble(base));
+  }
+  return Value::Double(std::log(x) / std::log(base));
+}
+
+StatusOr<Value> Pow(const char* name, const Value* a, size_t) {
+  const Value& b = a[0];
+  const Value& e = a[1];
+  if (b.nullish() || e.nullish()) return Value::Null();
+  if (!b.is_number()) return Err(28762, "$pow's base must be numeric, not " + T(b));
+  if (!e.is_number()) return Err(28763, "$pow's exponent must be numeric, not " + T(e));
+  const NumType tb = NumTypeOf(b), te = NumTypeOf(e);
+  if (tb == NumType::kDecimal || te == NumType::kDecimal) return DecimalUnsupported(name);
+  const double db = ToDouble(b), de = ToDouble(e);
+  if (db == 0 && de < 0) return Err(28764, "$pow cannot take a base of 0 and a negative exponent");
+  if (tb == NumType::kDouble || te == NumType::kDouble) return Value::Double(std::pow(db, de));
+  const bool want_long = tb == NumType::kInt64 || te == NumType::kInt64;
+  const int64_t base = IntOf(b), exp = IntOf(e);
+  auto make = [want_long](int64_t r) { return want_long ? Value::Int64(r) : IntegerValue(r); };
+  if (exp < 0) {
+    if (base == 1) return make(1);
+    if (base == -1) return make(exp % 2 == 0 ? 1 : -1);
+    return Value::Double(std::pow(db, de));
+  }
+  // Exact integer power by squaring; a double when it overflows int64.
+  int64_t result = 1, sq = base;
+  int64_t k = exp;
+  bool overflow = false;
+  while (k > 0 && !overflow) {
+    if (k & 1) overflow |= __builtin_mul_overflow(result, sq, &result);
+    k >>= 1;
+    if (k > 0) overflow |= __builtin_mul_overflow(sq, sq, &sq);
+  }
+  if (overflow) return Value::Double(std::pow(db, de));
+  return make(result);
+}
+
+// ---------------------------------------------------------------------------
+// $sum $avg $min $max $stdDevPop $stdDevSamp as expressions: one argument
+// that is an array gives its elements; otherwise each argument is one input.
+
+class AccumulatorExpression final : public Expression {
+ public:
+  AccumulatorExpression(const char* name, std::vector<ExprPtr> args) : name_(name), args_(std::move(args)) {}
+
+  StatusOr<Value> Evaluate(const EvalContext& ctx) const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<Accumulator> acc, NewAccumulator(name_));
+    if (args_.size() == 1) {
+      ASSIGN_OR_RETURN(Value v, args_[0]->Evaluate(ctx));
+      if (v.is_array()) {
+        Status failed;
+        ForEachField(v, [&](std::string_view, const Value& elem) {
+          failed = acc->Process(elem);
+          return failed.ok();
+        });
+        RETURN_IF_ERROR(failed);
+      } else {
+        RETURN_IF_ERROR(acc->Process(v));
+      }
+    } else {
+      for (const ExprPtr& e : args_) {
+        ASSIGN_OR_RETURN(Value v, e->Evaluate(ctx));
+        RETURN_IF_ERROR(acc->Process(v));
+      }
+    }
+    return acc->Finalize();
+  }
+
+  void Serialize(bson_t* out, std::string_view key) const override { SerializeOperator(out, key, name_, args_); }
+
+ private:
+  const char* name_;
+  std::vector<ExprPtr> args_;
+};
+
+StatusOr<ExprPtr> ParseAccumulatorExpression(const char* name, const bson_value_t& spec, ParseContext* pc) {
+  ASSIGN_OR_RETURN(std::vector<ExprPtr> args, ParseArgs(spec, pc));
+  return ExprPtr(new AccumulatorExpression(name, std::move(args)));
+}
+
+}  // namespace
+
+void AddArithOperators(std::vector<OperatorDef>* ops) {
+  ops->push_back(OperatorDef{"$add", Add, 0, -1, nullptr});
+  ops->push_back(OperatorDef{"$subtract", Subtract, 2, 2, nullptr});
+  ops->push_back(OperatorDef{"$multiply", Multiply, 0, -1, nullptr});
+  ops->push_back(OperatorDef{"$divide", Divide, 2, 2, nullptr});
+  ops->push_back(OperatorDef{"$mod", Mod, 2, 2, nullptr});
+  ops->push_back(OperatorDef{"$abs", Abs, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$ceil", IntegralRound<Ceil>, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$floor", IntegralRound<Floor>, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$round", Round, 1, 2, nullptr});
+  ops->push_back(OperatorDef{"$trunc", Trunc, 1, 2, nullptr});
+  ops->push_back(OperatorDef{"$sqrt", SqrtOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$exp", ExpOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$ln", LnOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$log10", Log10Op, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$log", Log, 2, 2, nullptr});
+  ops->push_back(OperatorDef{"$pow", Pow, 2, 2, nullptr});
+  ops->push_back(OperatorDef{"$sin", SinOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$cos", CosOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$tan", TanOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$asin", AsinOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$acos", AcosOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$atan", AtanOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$atan2", Atan2, 2, 2, nullptr});
+  ops->push_back(OperatorDef{"$sinh", SinhOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$cosh", CoshOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$tanh", TanhOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$asinh", AsinhOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$acosh", AcoshOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$atanh", AtanhOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$degreesToRadians", DegToRadOp, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$radiansToDegrees", RadToDegOp, 1, 1, nullptr});
+  for (const char* n : {"$sum", "$avg", "$min", "$max", "$stdDevPop", "$stdDevSamp"}) {
+    ops->push_back(OperatorDef{n, nullptr, 0, 0, ParseAccumulatorExpression});
+  }
+}
+
+}  // namespace internal
+}  // namespace expression
+}  // namespace gatedb

@@ -22,6 +22,7 @@ const CommandEntry kCommands[] = {
     {"insert", commands::InsertCommand},
     {"find", commands::FindCommand},
     {"getMore", commands::GetMoreCommand},
+    {"aggregate", commands::AggregateCommand},
     {"killCursors", commands::KillCursorsCommand},
     {"update", commands::UpdateCommand},
     {"delete", commands::DeleteCommand},
@@ -78,7 +79,7 @@ Document TxnErrorReply(const Status& s) {
 
 bool AllowedInTransaction(const std::string& name) {
   return name == "find" || name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
-         name == "findandmodify" || name == "count" || name == "distinct" || name == "getMore" ||
+         name == "findandmodify" || name == "count" || name == "distinct" || name == "getMore" || name == "aggregate" ||
          name == "killCursors";
 }
 

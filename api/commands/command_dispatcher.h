@@ -68,6 +68,7 @@ Status DropIndexesCommand(CommandContext& ctx, bson_t* reply);
 Status ExplainCommand(CommandContext& ctx, bson_t* reply);
 Status FindCommand(CommandContext& ctx, bson_t* reply);
 Status GetMoreCommand(CommandContext& ctx, bson_t* reply);
+Status AggregateCommand(CommandContext& ctx, bson_t* reply);
 Status KillCursorsCommand(CommandContext& ctx, bson_t* reply);
 Status UpdateCommand(CommandContext& ctx, bson_t* reply);
 Status DeleteCommand(CommandContext& ctx, bson_t* reply);

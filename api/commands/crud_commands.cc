@@ -210,6 +210,79 @@ Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
+Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
+  bson_iter_t first;
+  bson_iter_init(&first, ctx.cmd);
+  bson_iter_next(&first);
+  if (!BSON_ITER_HOLDS_UTF8(&first)) {
+    // {aggregate: 1}: collection-less stages ($documents, $currentOp, ...).
+    return Status(ErrorCode::kInvalidNamespace,
+                  "{aggregate: 1} is not supported: gatedb has no collection-less aggregation stages");
+  }
+  AggregateRequest req;
+  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  CursorRequest page;
+  bool have_pipeline = false, have_cursor = false, explain = false;
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
+    std::string c = Ctx(ctx, key);
+    if (key == "pipeline") {
+      have_pipeline = true;
+      if (!BSON_ITER_HOLDS_ARRAY(it)) return TypeError(c, bson_iter_type(it), "array");
+      bson_t arr;
+      RETURN_IF_ERROR(ReadArray(it, c, &arr));
+      req.pipeline = Document::Copy(&arr);
+      return Status::OK();
+    }
+    if (key == "cursor") {
+      have_cursor = true;
+      Document cursor;
+      RETURN_IF_ERROR(ReadDocument(it, c, &cursor));
+      bson_iter_t f;
+      bson_iter_init(&f, cursor.bson());
+      while (bson_iter_next(&f)) {
+        std::string k = bson_iter_key(&f);
+        if (k == "batchSize") {
+          RETURN_IF_ERROR(ReadBatchSize(&f, "aggregate.cursor.batchSize", &page.batch_size));
+          page.empty_first_batch = page.batch_size == 0;
+        } else {
+          return UnknownField("aggregate.cursor", k);
+        }
+      }
+      return Status::OK();
+    }
+    if (key == "allowDiskUse") return ReadBool(it, c, &req.allow_disk_use);
+    if (key == "explain") return ReadBool(it, c, &explain);
+    if (key == "hint") return ReadHint(it, c, &req.hint);
+    if (key == "collation") return CheckCollation(it, c);
+    if (key == "bypassDocumentValidation") {
+      bool b;
+      return ReadBool(it, c, &b);
+    }
+    if (key == "let") {
+      return Status(ErrorCode::kBadValue, "aggregate's let is not supported yet");
+    }
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_pipeline) return MissingField(ctx.command_name, "pipeline");
+  bson_iter_t mt;
+  if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) RETURN_IF_ERROR(ReadMaxTimeMS(&mt, &req.max_time_ms));
+  req.scope = ctx.scope;
+  if (explain) {
+    ASSIGN_OR_RETURN(Document plan, ctx.db->ExplainAggregate(req, "queryPlanner"));
+    bson_concat(reply, plan.bson());
+    return Status::OK();
+  }
+  if (!have_cursor) {
+    return Status(ErrorCode::kFailedToParse,
+                  "The 'cursor' option is required, except for aggregate with the explain argument");
+  }
+  page.session = ctx.session;
+  page.scope = ctx.scope;
+  ASSIGN_OR_RETURN(CursorPage result, ctx.db->AggregatePage(req, page));
+  AppendCursorReply(result, "firstBatch", false, reply);
+  return Status::OK();
+}
+
 Status KillCursorsCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns;
   RETURN_IF_ERROR(ReadCommandNamespace(ctx.cmd, ctx.db_name, &ns));

@@ -132,6 +132,12 @@ class DBImpl {
   // cursor's own error, which also kills it.
   StatusOr<CursorPage> GetMore(int64_t id, const std::string& ns, const CursorRequest& page);
   KillCursorsResult KillCursors(const std::string& ns, const std::vector<int64_t>& ids);
+  // aggregate as a cursor (engine/agg/pipeline.h): the leading $match, $sort
+  // and $limit run as a find (with its indexes), the other stages on what
+  // it returns.  Errors: the pipeline's parse errors, then its run's.
+  StatusOr<CursorPage> AggregatePage(const AggregateRequest& req, const CursorRequest& page);
+  // explain of an aggregate: the leading query's plan and the stages.
+  StatusOr<Document> ExplainAggregate(const AggregateRequest& req, const std::string& verbosity);
   // Open cursors (for serverStatus and tests).
   size_t OpenCursors() const { return cursors_->size(); }
   // Where sorts spill: "<data directory>/_tmp", emptied at open.
@@ -380,6 +386,9 @@ class DBImpl {
   Status ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort, const index::Hint* hint,
                           Txn* txn, PlanStats* stats, bool* sorted, const CandidateFn& fn) const;
   class FindSource;  // find's CursorSource (db_impl_read.cc)
+  class AggregateSource;  // aggregate's (db_impl_agg.cc)
+  // find's source, opened (parsed and planned).
+  StatusOr<std::unique_ptr<CursorSource>> OpenFind(const FindRequest& req);
   std::unique_ptr<CursorRegistry> cursors_;
 
  public:

@@ -194,7 +194,10 @@ class DBImpl::FindSource : public CursorSource {
           Close();
           return false;
         }
-        if (matcher_ && !matcher_->Matches(&rec.doc)) continue;
+        if (matcher_) {
+          ASSIGN_OR_RETURN(bool match, Match(&rec.doc));
+          if (!match) continue;
+        }
         if (skipped_ < skip_) {
           ++skipped_;
           continue;
@@ -230,7 +233,10 @@ class DBImpl::FindSource : public CursorSource {
       if (deadline > 0 && (++ticks_ & 255) == 0 && SteadyNowMs() > deadline) return TimeLimitExceeded();
       ASSIGN_OR_RETURN(bool more, exec_->Next(&k, &rec));
       if (!more) break;
-      if (matcher_ && !matcher_->Matches(&rec.doc)) continue;
+      if (matcher_) {
+        ASSIGN_OR_RETURN(bool match, Match(&rec.doc));
+        if (!match) continue;
+      }
       std::string extra;
       uint32_t n = static_cast<uint32_t>(k.size());
       extra.append(reinterpret_cast<const char*>(&n), sizeof n);
@@ -243,6 +249,12 @@ class DBImpl::FindSource : public CursorSource {
     exec_.reset();  // the rows are in the sorter: release the snapshot
     sorted_ = true;
     return sorter_->Finish();
+  }
+
+  // $expr's evaluation errors fail the query, as in MongoDB.
+  StatusOr<bool> Match(const bson_t* doc) {
+    if (!matcher_->HasExpr()) return matcher_->Matches(doc);
+    return matcher_->MatchesOrError(doc);
   }
 
   // A locking read takes each returned document into the write set.
@@ -306,9 +318,14 @@ StatusOr<FindResult> DBImpl::FindWithStats(const FindRequest& req, PlanStats* st
   return result;
 }
 
-StatusOr<CursorPage> DBImpl::FindPage(const FindRequest& req, const CursorRequest& page) {
+StatusOr<std::unique_ptr<CursorSource>> DBImpl::OpenFind(const FindRequest& req) {
   auto source = std::make_unique<FindSource>(this);
   RETURN_IF_ERROR(source->Open(req, nullptr));
+  return std::unique_ptr<CursorSource>(std::move(source));
+}
+
+StatusOr<CursorPage> DBImpl::FindPage(const FindRequest& req, const CursorRequest& page) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CursorSource> source, OpenFind(req));
   return FirstPage(std::move(source), req.ns.full(), page);
 }
 

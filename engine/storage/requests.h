@@ -248,6 +248,16 @@ struct CreateIndexesResult {
   bool all_existed = false;  // MongoDB's note "all indexes already exist"
 };
 
+// aggregate: a pipeline over one collection.
+struct AggregateRequest {
+  Namespace ns;
+  Document pipeline;  // the stages, as a BSON array
+  bool allow_disk_use = false;
+  int64_t max_time_ms = 0;
+  std::optional<Value> hint;  // for the leading $match
+  WriteScope* scope = nullptr;
+};
+
 // explain of a read or of a write's query part (writes are not run).
 struct ExplainRequest {
   enum class Kind { kFind, kCount, kDistinct, kUpdate, kDelete, kFindAndModify };

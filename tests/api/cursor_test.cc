@@ -387,5 +387,54 @@ TEST(TypedCursorTest, TransactionCursorEndsWithItsTransaction) {
   EXPECT_FALSE(after.ok());
 }
 
+// $group past the memory limit: refused without allowDiskUse; with it, the
+// partial groups spill and merge to the same sums and pushes as in memory.
+TEST(AggregateSpillTest, GroupSpillsAndMergesPartials) {
+  test::TempDir dir;
+  Options opts;
+  opts.sort_memory_bytes = 16 << 10;
+  auto db = Database::Open(dir.path(), opts);
+  ASSERT_OK(db);
+  Load(db->get(), "g", 3000, 1);  // k = _id % 7
+  bson_t* cmd = bson_new();
+  // 300 groups (_id % 300), each with a $sum and a $push of _ids in input order.
+  const std::string pipeline =
+      R"([{"$group": {"_id": {"$mod": ["$_id", 300]}, "s": {"$sum": "$_id"}, "ids": {"$push": "$_id"}}}, )"
+      R"({"$sort": {"_id": 1}}])";
+  bson_destroy(cmd);
+  Document refused = (*db)->RunCommand(Json(R"({"aggregate": "g", "pipeline": )" + pipeline + R"(, "cursor": {}})").view());
+  EXPECT_EQ(Str(refused.bson(), "codeName"), "QueryExceededMemoryLimitNoDiskUseAllowed") << refused.ToJson();
+  Document r = (*db)->RunCommand(
+      Json(R"({"aggregate": "g", "pipeline": )" + pipeline + R"(, "allowDiskUse": true, "cursor": {"batchSize": 1000}})")
+          .view());
+  ASSERT_TRUE(Ok(r)) << Str(r.bson(), "errmsg");
+  std::vector<int64_t> keys = BatchIds(r, "firstBatch");
+  ASSERT_EQ(keys.size(), 300u);
+  bson_iter_t it, arr, d;
+  ASSERT_TRUE(bson_iter_init(&it, r.bson()) && bson_iter_find_descendant(&it, "cursor.firstBatch", &arr));
+  bson_iter_recurse(&arr, &d);
+  int64_t g = 0;
+  while (bson_iter_next(&d)) {
+    bson_t doc;
+    const bson_value_t* v = bson_iter_value(&d);
+    bson_init_static(&doc, v->value.v_doc.data, v->value.v_doc.data_len);
+    int64_t want_sum = 0;
+    std::vector<int64_t> want_ids;
+    for (int64_t i = g; i < 3000; i += 300) {
+      want_sum += i;
+      want_ids.push_back(i);
+    }
+    EXPECT_EQ(Int(&doc, "_id"), g);
+    EXPECT_EQ(Int(&doc, "s"), want_sum) << "group " << g;
+    bson_iter_t p, e;
+    ASSERT_TRUE(bson_iter_init_find(&p, &doc, "ids") && bson_iter_recurse(&p, &e));
+    std::vector<int64_t> ids;
+    while (bson_iter_next(&e)) ids.push_back(bson_iter_as_int64(&e));
+    EXPECT_EQ(ids, want_ids) << "group " << g << ": $push lost input order across spilled runs";
+    ++g;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/_tmp"));
+}
+
 }  // namespace
 }  // namespace gatedb

@@ -577,5 +577,85 @@ void BM_InsertIndexed(benchmark::State& state) {
 BENCHMARK(BM_InsertIndexed)->ArgName("indexes")->Arg(0)->Arg(kNumIndexedFields)->UseRealTime()->Unit(
     benchmark::kMicrosecond);
 
+// ---- Cursors and aggregation (issue 14) ---------------------------------------
+
+// aggregate [{$group: {_id: "$category", total: {$sum: "$orderNo"}}}]:
+// every document read, 100 groups (items: pipelines; docs_per_s: documents
+// grouped).  Baseline: BM_Baseline_SqliteJsonGroupSum.
+void BM_AggGroupSum(benchmark::State& state) {
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_FindByFilterScan", state), LoadGatedb);
+  std::string cmd_json = std::string(R"({"aggregate": ")") + kColl +
+                         R"(", "pipeline": [{"$group": {"_id": "$category", "total": {"$sum": "$orderNo"}}}], )"
+                         R"("cursor": {"batchSize": 1000}, "$db": ")" + kDb + "\"}";
+  auto cmd = gatedb::Document::FromJson(cmd_json);
+  if (!cmd.ok()) {
+    Fail(state, "bad command");
+    return;
+  }
+  int64_t docs = 0;
+  for (auto _ : state) {
+    gatedb::Document reply = fx->db->RunCommand(cmd->view());
+    bson_iter_t it, batch;
+    uint32_t groups = 0;
+    if (bson_iter_init(&it, reply.bson()) && bson_iter_find_descendant(&it, "cursor.firstBatch", &batch)) {
+      bson_t arr;
+      uint32_t len = 0;
+      const uint8_t* data = nullptr;
+      bson_iter_array(&batch, &len, &data);
+      if (bson_init_static(&arr, data, len)) groups = bson_count_keys(&arr);
+    }
+    if (groups != 100) {
+      Fail(state, "expected 100 groups: " + reply.ToJson());
+      break;
+    }
+    docs += NumDocs();
+  }
+  state.counters["docs_per_s"] = benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_AggGroupSum)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Every document of the collection through the typed API: batch_size:100
+// pages a Cursor (a getMore per 100 documents); batch_size:0 is Find, the
+// whole result in one vector (the issue's "one batch").  items: scans.
+void BM_FindPaged(benchmark::State& state) {
+  const int64_t batch = state.range(0);
+  auto fx = AcquireFixture<GatedbFixture>(InstanceKey("BM_FindByFilterScan", state), LoadGatedb);
+  gatedb::Collection c = fx->coll();
+  gatedb::Document all = gatedb::Document::Adopt(bson_new());
+  int64_t docs = 0;
+  for (auto _ : state) {
+    int64_t n = 0;
+    if (batch == 0) {
+      auto r = c.Find(all.view());
+      if (r.ok()) {
+        for (const gatedb::Document& d : *r) benchmark::DoNotOptimize(d.data());
+        n = static_cast<int64_t>(r->size());
+      }
+    } else {
+      gatedb::FindOptions o;
+      o.batch_size = batch;
+      auto cur = c.FindCursor(all.view(), o);
+      gatedb::Document d;
+      while (cur.ok()) {
+        auto more = cur->Next(&d);
+        if (!more.ok() || !*more) break;
+        benchmark::DoNotOptimize(d.data());
+        ++n;
+      }
+    }
+    if (n != NumDocs()) {
+      Fail(state, "scan returned " + std::to_string(n) + " documents");
+      break;
+    }
+    docs += n;
+  }
+  state.counters["docs_per_s"] = benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_FindPaged)->ArgName("batch")->Arg(0)->Arg(100)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace gatedb_bench

@@ -398,5 +398,69 @@ BENCHMARK(BM_Baseline_SqliteInsertIndexed)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
+// ---- Aggregation baseline (issue 14) -------------------------------------------
+
+// The same documents stored as JSON text (libbson's relaxed Extended JSON of
+// BuildDoc(i)), for json_extract.
+struct SqliteJsonFixture : Fixture {
+  TempDir dir{"sqlite_json"};
+  std::unique_ptr<Conn> conn;
+  sqlite3_stmt* group = nullptr;
+
+  SqliteJsonFixture() {
+    conn = std::make_unique<Conn>(dir.path() + "/bench.db", false);
+    Exec(conn->db, "CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT)");
+    Exec(conn->db, "BEGIN");
+    sqlite3_stmt* ins = Prepare(conn->db, "INSERT INTO docs (id, body) VALUES (?1, ?2)");
+    for (int i = 0; i < NumDocs(); ++i) {
+      bson_t d = BSON_INITIALIZER;
+      BuildDoc(i, &d);
+      char* json = bson_as_relaxed_extended_json(&d, nullptr);
+      std::string id = DocId(i);
+      sqlite3_bind_text(ins, 1, id.data(), static_cast<int>(id.size()), SQLITE_STATIC);
+      sqlite3_bind_text(ins, 2, json, -1, SQLITE_STATIC);
+      int rc = sqlite3_step(ins);
+      sqlite3_reset(ins);
+      bson_free(json);
+      bson_destroy(&d);
+      Check(conn->db, rc == SQLITE_DONE ? SQLITE_OK : rc, "insert json");
+    }
+    sqlite3_finalize(ins);
+    Exec(conn->db, "COMMIT");
+    group = Prepare(conn->db,
+                    "SELECT json_extract(body, '$.category') AS c, SUM(json_extract(body, '$.orderNo')) "
+                    "FROM docs GROUP BY c");
+  }
+  ~SqliteJsonFixture() override { sqlite3_finalize(group); }
+};
+
+// SELECT category, SUM(orderNo) ... GROUP BY category over JSON text:
+// BM_AggGroupSum's work (every row read, 100 groups).
+void BM_Baseline_SqliteJsonGroupSum(benchmark::State& state) {
+  auto fx = AcquireFixture<SqliteJsonFixture>(InstanceKey("BM_Baseline_SqliteJsonGroupSum", state),
+                                              [] { return std::make_unique<SqliteJsonFixture>(); });
+  int64_t docs = 0;
+  for (auto _ : state) {
+    int groups = 0;
+    int64_t total = 0;
+    int rc;
+    while ((rc = sqlite3_step(fx->group)) == SQLITE_ROW) {
+      ++groups;
+      total += sqlite3_column_int64(fx->group, 1);
+    }
+    sqlite3_reset(fx->group);
+    benchmark::DoNotOptimize(total);
+    if (rc != SQLITE_DONE || groups != 100) {
+      Fail(state, "expected 100 groups, got " + std::to_string(groups));
+      break;
+    }
+    docs += NumDocs();
+  }
+  state.counters["docs_per_s"] = benchmark::Counter(static_cast<double>(docs), benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(state.iterations());
+  ReportRss(state, *fx);
+}
+BENCHMARK(BM_Baseline_SqliteJsonGroupSum)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace gatedb_bench

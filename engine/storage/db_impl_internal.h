@@ -46,6 +46,13 @@ Status CheckValidation(const CollectionOptions& opts, const bson_t* old_doc, con
                        const WriteOptionsInternal& w);
 
 // What a query plan did, for explain.
+// The filter's verdict on `doc`, with $expr's evaluation errors reported
+// (MongoDB fails the operation; Matcher::Matches would say "no match").
+inline StatusOr<bool> MatchOrError(const query::Matcher& m, const bson_t* doc) {
+  if (!m.HasExpr()) return m.Matches(doc);
+  return m.MatchesOrError(doc);
+}
+
 // A chosen query plan (IDHACK, COLLSCAN, IXSCAN or OR), pulled one
 // candidate document at a time (db_impl_plan.cc).  Candidates are not yet
 // matched against the filter.

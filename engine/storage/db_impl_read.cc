@@ -48,21 +48,35 @@ Status CheckSkipLimit(int64_t skip, int64_t limit, ErrorCode code) {
 
 Status DBImpl::CandidateKeys(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
                              size_t limit, std::vector<std::string>* keys, Txn* txn, const index::Hint* hint) const {
-  return ForEachCandidate(coll, filter, nullptr, hint, txn, nullptr, nullptr,
-                          [&](std::string_view key, const RecordView& rec) {
-                            if (matcher.Matches(&rec.doc)) keys->emplace_back(key);
-                            return limit == 0 || keys->size() < limit;
-                          });
+  Status failed;
+  RETURN_IF_ERROR(ForEachCandidate(coll, filter, nullptr, hint, txn, nullptr, nullptr,
+                                   [&](std::string_view key, const RecordView& rec) {
+                                     StatusOr<bool> m = MatchOrError(matcher, &rec.doc);
+                                     if (!m.ok()) {
+                                       failed = m.status();
+                                       return false;
+                                     }
+                                     if (*m) keys->emplace_back(key);
+                                     return limit == 0 || keys->size() < limit;
+                                   }));
+  return failed;
 }
 
 Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const query::Matcher& matcher,
                             std::vector<std::pair<std::string, Document>>* out, Txn* txn,
                             const index::Hint* hint) const {
-  return ForEachCandidate(coll, filter, nullptr, hint, txn, nullptr, nullptr,
-                          [&](std::string_view key, const RecordView& rec) {
-                            if (matcher.Matches(&rec.doc)) out->emplace_back(std::string(key), Document::Copy(&rec.doc));
-                            return true;
-                          });
+  Status failed;
+  RETURN_IF_ERROR(ForEachCandidate(coll, filter, nullptr, hint, txn, nullptr, nullptr,
+                                   [&](std::string_view key, const RecordView& rec) {
+                                     StatusOr<bool> m = MatchOrError(matcher, &rec.doc);
+                                     if (!m.ok()) {
+                                       failed = m.status();
+                                       return false;
+                                     }
+                                     if (*m) out->emplace_back(std::string(key), Document::Copy(&rec.doc));
+                                     return true;
+                                   }));
+  return failed;
 }
 
 StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope) {
@@ -253,8 +267,7 @@ class DBImpl::FindSource : public CursorSource {
 
   // $expr's evaluation errors fail the query, as in MongoDB.
   StatusOr<bool> Match(const bson_t* doc) {
-    if (!matcher_->HasExpr()) return matcher_->Matches(doc);
-    return matcher_->MatchesOrError(doc);
+    return MatchOrError(*matcher_, doc);
   }
 
   // A locking read takes each returned document into the write set.
@@ -381,12 +394,19 @@ StatusOr<int64_t> DBImpl::CountWithStats(const CountRequest& req, PlanStats* sta
   RETURN_IF_ERROR(CatchUpIndexes(req.scope));
   int64_t limit = req.limit < 0 ? -req.limit : req.limit;
   int64_t matched = 0;
+  Status failed;
   RETURN_IF_ERROR(ForEachCandidate(*coll, req.query.bson(), nullptr, hint ? &*hint : nullptr,
                                    req.scope ? &req.scope->txn : nullptr, stats, nullptr,
                                    [&](std::string_view, const RecordView& rec) {
-                                     if (matcher->Matches(&rec.doc)) ++matched;
+                                     StatusOr<bool> m = MatchOrError(*matcher, &rec.doc);
+                                     if (!m.ok()) {
+                                       failed = m.status();
+                                       return false;
+                                     }
+                                     if (*m) ++matched;
                                      return limit == 0 || matched < req.skip + limit;
                                    }));
+  RETURN_IF_ERROR(failed);
   int64_t n = std::max<int64_t>(0, matched - req.skip);
   return limit == 0 ? n : std::min(n, limit);
 }
@@ -402,11 +422,18 @@ StatusOr<std::vector<Value>> DBImpl::DistinctWithStats(const DistinctRequest& re
   if (!coll) return std::vector<Value>();
   RETURN_IF_ERROR(CatchUpIndexes(req.scope));
   projection::DistinctSet set;
+  Status failed;
   RETURN_IF_ERROR(ForEachCandidate(*coll, req.query.bson(), nullptr, nullptr, req.scope ? &req.scope->txn : nullptr,
                                    stats, nullptr, [&](std::string_view, const RecordView& rec) {
-                                     if (matcher->Matches(&rec.doc)) set.AddFromDocument(&rec.doc, req.key);
+                                     StatusOr<bool> m = MatchOrError(*matcher, &rec.doc);
+                                     if (!m.ok()) {
+                                       failed = m.status();
+                                       return false;
+                                     }
+                                     if (*m) set.AddFromDocument(&rec.doc, req.key);
                                      return true;
                                    }));
+  RETURN_IF_ERROR(failed);
   std::vector<Value> values;
   values.reserve(set.size());
   for (const bson_value_t& v : set) values.emplace_back(v);

@@ -378,10 +378,33 @@ std::optional<Document> EnsureId(const bson_t* doc, bool* id_generated) {
   if (bson_iter_init(&it, doc)) {
     while (bson_iter_next(&it)) {
       if (found && bson_iter_offset(&it) == id_offset) continue;
-      bson_append_iter(out, nullptr, 0, &it);
+      AppendValueVerbatim(out, bson_iter_key(&it), static_cast<int>(bson_iter_key_len(&it)), bson_iter_value(&it));
     }
   }
   return Document::Adopt(out);
+}
+
+bool AppendValueVerbatim(bson_t* out, const char* key, int key_len, const bson_value_t* v) {
+  if (v->value_type != BSON_TYPE_REGEX) return bson_append_value(out, key, key_len, v);
+  const size_t klen = key_len < 0 ? std::strlen(key) : static_cast<size_t>(key_len);
+  const char* pattern = v->value.v_regex.regex;
+  const char* options = v->value.v_regex.options ? v->value.v_regex.options : "";
+  // One element in a document of its own: {int32 size, 0x0B key\0 pattern\0 options\0, 0x00}.
+  std::string raw(4, '\0');
+  raw.push_back(static_cast<char>(BSON_TYPE_REGEX));
+  raw.append(key, klen);
+  raw.push_back('\0');
+  raw.append(pattern);
+  raw.push_back('\0');
+  raw.append(options);
+  raw.push_back('\0');
+  raw.push_back('\0');
+  const uint32_t len = static_cast<uint32_t>(raw.size());
+  const uint32_t le = BSON_UINT32_TO_LE(len);
+  std::memcpy(&raw[0], &le, 4);
+  bson_t one;
+  if (!bson_init_static(&one, reinterpret_cast<const uint8_t*>(raw.data()), raw.size())) return false;
+  return bson_concat(out, &one);
 }
 
 }  // namespace gatedb

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/document/bson_compare.h"
+#include "engine/document/validate.h"
 #include "engine/update/update_internal.h"
 
 namespace gatedb {
@@ -481,9 +482,9 @@ bson_value_t ApplyState::ValueOf(MNode* n) {
     bson_value_t v = ValueOf(c.node);
     if (n->kind == MNode::Kind::kArray) {
       size_t len = bson_uint32_to_string(index++, &key, buf, sizeof(buf));
-      bson_append_value(b, key, static_cast<int>(len), &v);
+      AppendValueVerbatim(b, key, static_cast<int>(len), &v);
     } else {
-      bson_append_value(b, c.name.data(), static_cast<int>(c.name.size()), &v);
+      AppendValueVerbatim(b, c.name.data(), static_cast<int>(c.name.size()), &v);
     }
   }
   bson_value_t out{};
@@ -511,7 +512,7 @@ Status ApplyState::AppendNode(bson_t* out, std::string_view key, MNode* n, int l
   int key_len = static_cast<int>(key.size());
   switch (n->kind) {
     case MNode::Kind::kValue:
-      if (!bson_append_value(out, key.data(), key_len, &n->value)) break;
+      if (!AppendValueVerbatim(out, key.data(), key_len, &n->value)) break;
       return Status::OK();
     case MNode::Kind::kDoc: {
       bson_t child;

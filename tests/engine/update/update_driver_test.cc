@@ -737,6 +737,46 @@ TEST(UpdateDriverTest, DoesNotModifyInputAndReusesDriver) {
       << doc.ToJson();
 }
 
+// A stored regular expression whose options are unsorted or unknown ("mi",
+// " ") keeps its bytes when an update writes other fields, at the top and
+// inside an expanded subdocument (libbson's append would sort and filter
+// them: found by fuzz_update_apply).
+TEST(UpdateDriverTest, UnwrittenRegexKeepsItsOptionBytes) {
+  auto regex_doc = [](const char* options) {
+    bson_t* d = bson_new();
+    BSON_APPEND_INT32(d, "_id", 1);
+    // Raw element: bson_append_regex would normalize `options` itself.
+    bson_value_t v{};
+    v.value_type = BSON_TYPE_REGEX;
+    v.value.v_regex.regex = const_cast<char*>("a.c");
+    v.value.v_regex.options = const_cast<char*>(options);
+    EXPECT_TRUE(AppendValueVerbatim(d, "r", 1, &v));
+    bson_t sub;
+    BSON_APPEND_DOCUMENT_BEGIN(d, "s", &sub);
+    EXPECT_TRUE(AppendValueVerbatim(&sub, "r", 1, &v));
+    BSON_APPEND_INT32(&sub, "n", 0);
+    bson_append_document_end(d, &sub);
+    return Document::Adopt(d);
+  };
+  for (const char* options : {"mi", " ", "xsmi"}) {
+    Document doc = regex_doc(options);
+    bson_iter_t it;
+    ASSERT_TRUE(bson_iter_init_find(&it, doc.bson(), "r"));
+    const char* stored = nullptr;
+    bson_iter_regex(&it, &stored);
+    ASSERT_STREQ(options, stored);  // the fixture holds the raw bytes
+    UpdateOptions opts;
+    auto driver = UpdateDriver::Parse(test::Json(R"({"$set": {"x": 1}, "$inc": {"s.n": 1}})").bson(), opts);
+    ASSERT_OK(driver);
+    bson_t out = BSON_INITIALIZER;
+    ASSERT_OK((*driver)->Apply(doc.bson(), ApplyContext(), &out));
+    std::vector<std::string> changed;
+    DiffPaths(doc.bson(), &out, "version", &changed);
+    EXPECT_EQ(std::vector<std::string>({"s.n", "x"}), changed) << options;
+    bson_destroy(&out);
+  }
+}
+
 TEST(UpdateDriverTest, CurrentDateTypeDate) {
   // libbson's JSON reader takes {"$type": "date"} for legacy binary, so
   // build the update by hand.

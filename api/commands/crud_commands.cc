@@ -254,16 +254,13 @@ Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
     if (key == "explain") return ReadBool(it, c, &explain);
     if (key == "hint") return ReadHint(it, c, &req.hint);
     if (key == "collation") return CheckCollation(it, c);
-    if (key == "bypassDocumentValidation") {
-      bool b;
-      return ReadBool(it, c, &b);
-    }
-    if (key == "let") {
-      return Status(ErrorCode::kBadValue, "aggregate's let is not supported yet");
-    }
+    if (key == "bypassDocumentValidation") return ReadBool(it, c, &req.write.bypass_document_validation);
+    if (key == "writeContext") return ReadWriteContext(it, &req.write.context);
+    if (key == "let") return ReadDocument(it, c, &req.let);
     return UnknownField(ctx.command_name, key);
   }));
   if (!have_pipeline) return MissingField(ctx.command_name, "pipeline");
+  RETURN_IF_ERROR(ReadWriteConcern(ctx, &req.write));
   bson_iter_t mt;
   if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) RETURN_IF_ERROR(ReadMaxTimeMS(&mt, &req.max_time_ms));
   req.scope = ctx.scope;

@@ -1,6 +1,8 @@
 #include "engine/agg/pipeline.h"
 
 #include <cstring>
+#include <limits>
+#include <random>
 #include <unordered_map>
 
 #include "engine/agg/stage.h"
@@ -20,9 +22,38 @@ using expression::Expression;
 using expression::ParseContext;
 using expression::Value;
 
-namespace {
-
 Status Err(int code, std::string msg) { return Status(static_cast<ErrorCode>(code), std::move(msg)); }
+
+StatusOr<std::unique_ptr<ParseContext>> NewParseContext(const PipelineOptions& opts) {
+  auto pc = std::make_unique<ParseContext>();
+  if (opts.vars) {
+    for (const std::string& name : opts.vars->names) RETURN_IF_ERROR(pc->DeclareVariable(name).status());
+  }
+  return pc;
+}
+
+size_t SetVariable(Variables* vars, const std::string& name, Value value) {
+  for (size_t i = 0; i < vars->names.size(); ++i) {
+    if (vars->names[i] == name) {
+      vars->values[i] = std::move(value);
+      return i;
+    }
+  }
+  vars->names.push_back(name);
+  vars->values.push_back(std::move(value));
+  return vars->names.size() - 1;
+}
+
+void Bind(const PipelineOptions& opts, EvalContext* ctx) {
+  ctx->SetNow(opts.now_ms);
+  if (opts.vars) {
+    for (size_t i = 0; i < opts.vars->values.size(); ++i) {
+      ctx->SetVariable(static_cast<expression::VariableId>(i), opts.vars->values[i]);
+    }
+  }
+}
+
+namespace {
 
 Document IdZero() {
   bson_t* p = bson_new();
@@ -57,21 +88,34 @@ class SourceStage : public Stage {
 
 class MatchStage : public Stage {
  public:
-  MatchStage(Document spec, std::unique_ptr<query::Matcher> m)
-      : Stage("$match"), spec_(std::move(spec)), matcher_(std::move(m)) {}
+  MatchStage(Document spec, std::unique_ptr<ParseContext> pc, std::unique_ptr<query::Matcher> m,
+             const PipelineOptions& opts)
+      : Stage("$match"), spec_(std::move(spec)), pc_(std::move(pc)), matcher_(std::move(m)), opts_(opts) {}
   StatusOr<bool> Next(Document* out) override {
     for (;;) {
       ASSIGN_OR_RETURN(bool more, input_->Next(out));
       if (!more) return false;
-      if (matcher_->Matches(out->bson())) return true;
+      if (!matcher_->HasExpr()) {
+        if (matcher_->Matches(out->bson())) return true;
+        continue;
+      }
+      // $expr: its evaluation errors fail the aggregate, as in MongoDB.
+      EvalContext ctx;
+      Bind(opts_, &ctx);
+      ASSIGN_OR_RETURN(bool match, matcher_->MatchesOrError(out->bson(), &ctx));
+      if (match) return true;
     }
   }
+  // A find can run it (it reads no declared variable).
+  bool FindCanRun() const { return !matcher_->HasExpr() || !opts_.vars || opts_.vars->names.empty(); }
   void Serialize(bson_t* out) const override { BSON_APPEND_DOCUMENT(out, "$match", spec_.bson()); }
   const Document& spec() const { return spec_; }
 
  private:
   Document spec_;
+  std::unique_ptr<ParseContext> pc_;
   std::unique_ptr<query::Matcher> matcher_;
+  PipelineOptions opts_;
 };
 
 // ---- $limit / $skip ------------------------------------------------------------
@@ -175,6 +219,8 @@ struct FieldNode {
   }
 };
 
+}  // namespace
+
 std::vector<std::string> SplitPath(const std::string& path) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -195,6 +241,8 @@ Status CheckFieldPath(const std::string& path) {
   }
   return Status::OK();
 }
+
+namespace {
 
 // The node for `path` under `root`, created as nested levels.  Error
 // 31249/31250 when a path and its prefix both appear.
@@ -283,6 +331,15 @@ void AppendValue(bson_t* out, const std::string& key, const Value& v) {
 Status ApplyLevel(const FieldNode& node, const bson_t* in, bson_t* out, ProjectMode mode, const EvalContext& ctx,
                   bool top, bool id_excluded);
 
+bool HasComputed(const FieldNode& node) {
+  for (const auto& c : node.children) {
+    if (c.second->kind == FieldNode::kExpr) return true;
+    if (c.second->kind == FieldNode::kNested && HasComputed(*c.second)) return true;
+  }
+  return false;
+}
+
+
 // Applies `node` to one input value (a nested level): documents recurse,
 // arrays apply to each element.  Returns false when nothing is output.
 Status ApplyToValue(const FieldNode& node, const bson_value_t& v, const std::string& key, bson_t* out, ProjectMode mode,
@@ -308,32 +365,32 @@ Status ApplyToValue(const FieldNode& node, const bson_value_t& v, const std::str
       if (e->value_type == BSON_TYPE_DOCUMENT || e->value_type == BSON_TYPE_ARRAY) {
         RETURN_IF_ERROR(ApplyToValue(node, *e, idx, &arr, mode, ctx));
         ++i;
-      } else if (mode != ProjectMode::kInclusion) {
-        bson_append_value(&arr, idx.c_str(), -1, e);  // exclusion and $addFields keep scalars
+      } else if (mode == ProjectMode::kExclusion) {
+        bson_append_value(&arr, idx.c_str(), -1, e);  // exclusion keeps scalars
+        ++i;
+      } else if (mode == ProjectMode::kAddFields || HasComputed(node)) {
+        // A scalar becomes the document of the computed fields.
+        bson_t sub;
+        bson_append_document_begin(&arr, idx.c_str(), -1, &sub);
+        RETURN_IF_ERROR(ApplyLevel(node, nullptr, &sub, mode, ctx, false, false));
+        bson_append_document_end(&arr, &sub);
         ++i;
       }
     }
     bson_append_array_end(out, &arr);
     return Status::OK();
   }
-  // A scalar under a nested spec: inclusion drops it; exclusion keeps it;
-  // $addFields replaces it with the nested fields' document.
+  // A scalar under a nested spec: exclusion keeps it; $addFields, and an
+  // inclusion with computed fields under it, replace it with the nested
+  // fields' document; a plain inclusion drops it.
   if (mode == ProjectMode::kExclusion) bson_append_value(out, key.c_str(), static_cast<int>(key.size()), &v);
-  if (mode == ProjectMode::kAddFields) {
+  if (mode == ProjectMode::kAddFields || (mode == ProjectMode::kInclusion && HasComputed(node))) {
     bson_t sub;
     bson_append_document_begin(out, key.c_str(), static_cast<int>(key.size()), &sub);
     RETURN_IF_ERROR(ApplyLevel(node, nullptr, &sub, mode, ctx, false, false));
     bson_append_document_end(out, &sub);
   }
   return Status::OK();
-}
-
-bool HasComputed(const FieldNode& node) {
-  for (const auto& c : node.children) {
-    if (c.second->kind == FieldNode::kExpr) return true;
-    if (c.second->kind == FieldNode::kNested && HasComputed(*c.second)) return true;
-  }
-  return false;
 }
 
 Status ApplyLevel(const FieldNode& node, const bson_t* in, bson_t* out, ProjectMode mode, const EvalContext& ctx,
@@ -402,20 +459,20 @@ Status ApplyLevel(const FieldNode& node, const bson_t* in, bson_t* out, ProjectM
 class ProjectStage : public Stage {
  public:
   ProjectStage(const char* name, Document spec, ProjectMode mode, std::unique_ptr<FieldNode> root, bool id_excluded,
-               std::unique_ptr<ParseContext> pc, int64_t now_ms)
+               std::unique_ptr<ParseContext> pc, const PipelineOptions& opts)
       : Stage(name),
         spec_(std::move(spec)),
         mode_(mode),
         root_(std::move(root)),
         id_excluded_(id_excluded),
         pc_(std::move(pc)),
-        now_ms_(now_ms) {}
+        opts_(opts) {}
   StatusOr<bool> Next(Document* out) override {
     Document in;
     ASSIGN_OR_RETURN(bool more, input_->Next(&in));
     if (!more) return false;
     EvalContext ctx;
-    ctx.SetNow(now_ms_);
+    Bind(opts_, &ctx);
     ctx.SetRoot(in.bson());
     bson_t* o = bson_new();
     Status s = ApplyLevel(*root_, in.bson(), o, mode_, ctx, true, id_excluded_);
@@ -434,12 +491,12 @@ class ProjectStage : public Stage {
   std::unique_ptr<FieldNode> root_;
   bool id_excluded_;
   std::unique_ptr<ParseContext> pc_;
-  int64_t now_ms_;
+  PipelineOptions opts_;
 };
 
 StatusOr<std::unique_ptr<Stage>> MakeProject(const char* name, const bson_t* spec, bool add_fields,
                                              const PipelineOptions& opts) {
-  auto pc = std::make_unique<ParseContext>();
+  ASSIGN_OR_RETURN(std::unique_ptr<ParseContext> pc, NewParseContext(opts));
   auto root = std::make_unique<FieldNode>();
   int includes = 0, excludes = 0;
   bool id_excluded = false;
@@ -456,20 +513,20 @@ StatusOr<std::unique_ptr<Stage>> MakeProject(const char* name, const bson_t* spe
     mode = includes == 0 && (excludes > 0 || id_excluded) ? ProjectMode::kExclusion : ProjectMode::kInclusion;
   }
   return std::unique_ptr<Stage>(std::make_unique<ProjectStage>(name, Document::Copy(spec), mode, std::move(root),
-                                                               id_excluded, std::move(pc), opts.now_ms));
+                                                               id_excluded, std::move(pc), opts));
 }
 
 class ReplaceRootStage : public Stage {
  public:
   ReplaceRootStage(const char* name, Document spec, std::unique_ptr<Expression> e, std::unique_ptr<ParseContext> pc,
-                   int64_t now_ms)
-      : Stage(name), spec_(std::move(spec)), expr_(std::move(e)), pc_(std::move(pc)), now_ms_(now_ms) {}
+                   const PipelineOptions& opts)
+      : Stage(name), spec_(std::move(spec)), expr_(std::move(e)), pc_(std::move(pc)), opts_(opts) {}
   StatusOr<bool> Next(Document* out) override {
     Document in;
     ASSIGN_OR_RETURN(bool more, input_->Next(&in));
     if (!more) return false;
     EvalContext ctx;
-    ctx.SetNow(now_ms_);
+    Bind(opts_, &ctx);
     ctx.SetRoot(in.bson());
     ASSIGN_OR_RETURN(Value v, expr_->Evaluate(ctx));
     if (!v.is_document()) {
@@ -488,10 +545,12 @@ class ReplaceRootStage : public Stage {
   Document spec_;
   std::unique_ptr<Expression> expr_;
   std::unique_ptr<ParseContext> pc_;
-  int64_t now_ms_;
+  PipelineOptions opts_;
 };
 
 // ---- $unwind ---------------------------------------------------------------------
+
+}  // namespace
 
 // Copies `doc` with the value at path[i..] replaced by `v` (missing: removed).
 void SetPath(const bson_t* doc, const std::vector<std::string>& path, size_t i, const bson_value_t* v, bson_t* out) {
@@ -531,6 +590,8 @@ void SetPath(const bson_t* doc, const std::vector<std::string>& path, size_t i, 
     }
   }
 }
+
+namespace {
 
 // The value at a dotted path through documents only (no array traversal).
 bool GetPath(const bson_t* doc, const std::string& dotted, bson_value_t* out) {
@@ -736,7 +797,7 @@ class GroupStage : public Stage {
     consumed_ = true;
     Document d;
     EvalContext ctx;
-    ctx.SetNow(opts_.now_ms);
+    Bind(opts_, &ctx);
     for (;;) {
       ASSIGN_OR_RETURN(bool more, input_->Next(&d));
       if (!more) break;
@@ -894,8 +955,10 @@ class GroupStage : public Stage {
   bool merged_all_ = false;
 };
 
+}  // namespace
+
 StatusOr<std::unique_ptr<Stage>> MakeGroup(const bson_t* spec, const PipelineOptions& opts) {
-  auto pc = std::make_unique<ParseContext>();
+  ASSIGN_OR_RETURN(std::unique_ptr<ParseContext> pc, NewParseContext(opts));
   std::unique_ptr<Expression> id;
   std::vector<expression::AccumulationStatement> accs;
   bson_iter_t it;
@@ -920,6 +983,269 @@ StatusOr<std::unique_ptr<Stage>> MakeGroup(const bson_t* spec, const PipelineOpt
   return std::unique_ptr<Stage>(
       std::make_unique<GroupStage>(Document::Copy(spec), std::move(pc), std::move(id), std::move(accs), opts));
 }
+
+namespace {
+
+}  // namespace
+
+// ---- $bucket -------------------------------------------------------------------
+
+// {$bucket: {groupBy, boundaries, default, output}} is MongoDB's sugar for
+//   {$group: {_id: {$let: {vars: {g: <groupBy>}, in: {$switch: {branches:
+//       [{case: {$and: [{$gte: ["$$g", b0]}, {$lt: ["$$g", b1]}]}, then: b0}, ...],
+//       default: <default>}}}}, <output or count: {$sum: 1}>}}
+//   {$sort: {_id: 1}}
+// so a value outside every bucket with no default fails as $switch does
+// (40066).
+Status MakeBucket(const bson_value_t& v, const PipelineOptions& opts, std::vector<std::unique_ptr<Stage>>* out) {
+  if (v.value_type != BSON_TYPE_DOCUMENT) {
+    return Err(40201, "Argument to $bucket stage must be an object, but found type: " +
+                          std::string(BsonTypeName(v.value_type)) + ".");
+  }
+  bson_t spec;
+  bson_init_static(&spec, v.value.v_doc.data, v.value.v_doc.data_len);
+  // Iterators stay valid while `spec` does (a bson_iter_value pointer does
+  // not: the iterator reuses it).
+  bson_iter_t group_by_it, default_it;
+  const bson_value_t* group_by = nullptr;
+  const bson_value_t* default_value = nullptr;
+  bson_t boundaries, output;
+  bool have_boundaries = false, have_output = false;
+  bson_iter_t it;
+  bson_iter_init(&it, &spec);
+  while (bson_iter_next(&it)) {
+    std::string key = bson_iter_key(&it);
+    const bson_value_t* f = bson_iter_value(&it);
+    if (key == "groupBy") {
+      const bool path = f->value_type == BSON_TYPE_UTF8 && f->value.v_utf8.len > 0 && f->value.v_utf8.str[0] == '$';
+      if (!path && !IsOperatorDoc(*f)) {
+        return Err(40202, "The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression");
+      }
+      group_by_it = it;
+      group_by = bson_iter_value(&group_by_it);
+    } else if (key == "boundaries") {
+      if (f->value_type != BSON_TYPE_ARRAY) {
+        return Err(40200, "The $bucket 'boundaries' field must be an array, but found type: " +
+                              std::string(BsonTypeName(f->value_type)) + ".");
+      }
+      bson_init_static(&boundaries, f->value.v_doc.data, f->value.v_doc.data_len);
+      have_boundaries = true;
+    } else if (key == "default") {
+      default_it = it;
+      default_value = bson_iter_value(&default_it);
+    } else if (key == "output") {
+      if (f->value_type != BSON_TYPE_DOCUMENT) {
+        return Err(40196, "The $bucket 'output' field must be an object, but found type: " +
+                              std::string(BsonTypeName(f->value_type)) + ".");
+      }
+      bson_init_static(&output, f->value.v_doc.data, f->value.v_doc.data_len);
+      have_output = true;
+    } else {
+      return Err(40197, "Unrecognized option to $bucket: " + key + ".");
+    }
+  }
+  if (group_by == nullptr || !have_boundaries) {
+    return Err(40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.");
+  }
+  // Boundaries: constants of one canonical type, strictly ascending.
+  std::vector<Value> bounds;
+  bson_iter_init(&it, &boundaries);
+  while (bson_iter_next(&it)) {
+    ParseContext pc;
+    ASSIGN_OR_RETURN(std::unique_ptr<Expression> e, expression::ParseExpression(*bson_iter_value(&it), &pc));
+    if (e->constant() == nullptr) {
+      return Err(40191, "The $bucket 'boundaries' field must be an array of constant values, but found value: " +
+                            Json(*bson_iter_value(&it)) + ".");
+    }
+    bounds.push_back(e->constant()->Detached());
+  }
+  if (bounds.size() < 2) {
+    return Err(40192, "The $bucket 'boundaries' field must have at least 2 values, but found " +
+                          std::to_string(bounds.size()) + " value(s).");
+  }
+  for (size_t i = 1; i < bounds.size(); ++i) {
+    if (CanonicalTypeRank(bounds[i].type()) != CanonicalTypeRank(bounds[i - 1].type())) {
+      return Err(40193, std::string("All values in the the 'boundaries' option to $bucket must have the same type. "
+                                    "Found conflicting types ") +
+                            expression::TypeName(bounds[i - 1]) + " and " + expression::TypeName(bounds[i]) + ".");
+    }
+    if (expression::CompareForExpression(bounds[i - 1], bounds[i]) >= 0) {
+      return Err(40194, "The 'boundaries' option to $bucket must be sorted, but elements " + std::to_string(i - 1) +
+                            " and " + std::to_string(i) + " are not in ascending order (" + Json(bounds[i - 1].bson()) +
+                            " is not less than " + Json(bounds[i].bson()) + ").");
+    }
+  }
+  if (default_value != nullptr) {
+    ParseContext pc;
+    ASSIGN_OR_RETURN(std::unique_ptr<Expression> e, expression::ParseExpression(*default_value, &pc));
+    if (e->constant() == nullptr) {
+      return Err(40195, "The $bucket 'default' field must be a constant expression, but found: " +
+                            Json(*default_value) + ".");
+    }
+    const Value& d = *e->constant();
+    if (CanonicalTypeRank(d.type()) == CanonicalTypeRank(bounds.front().type()) &&
+        expression::CompareForExpression(d, bounds.front()) >= 0 &&
+        expression::CompareForExpression(d, bounds.back()) < 0) {
+      return Err(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal "
+                        "to the highest boundary.");
+    }
+  }
+  // The $group spec.
+  bson_t* g = bson_new();
+  bson_t id, let, vars, sw, sw_args, branches;
+  BSON_APPEND_DOCUMENT_BEGIN(g, "_id", &id);
+  BSON_APPEND_DOCUMENT_BEGIN(&id, "$let", &let);
+  BSON_APPEND_DOCUMENT_BEGIN(&let, "vars", &vars);
+  bson_append_value(&vars, "g", 1, group_by);
+  bson_append_document_end(&let, &vars);
+  BSON_APPEND_DOCUMENT_BEGIN(&let, "in", &sw);
+  BSON_APPEND_DOCUMENT_BEGIN(&sw, "$switch", &sw_args);
+  BSON_APPEND_ARRAY_BEGIN(&sw_args, "branches", &branches);
+  auto literal = [](bson_t* parent, const char* key, const Value& value) {
+    bson_t l;
+    BSON_APPEND_DOCUMENT_BEGIN(parent, key, &l);
+    value.AppendTo(&l, "$literal");
+    bson_append_document_end(parent, &l);
+  };
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    bson_t branch, cond, conj, gte, gte_args, lt, lt_args;
+    BSON_APPEND_DOCUMENT_BEGIN(&branches, std::to_string(i).c_str(), &branch);
+    BSON_APPEND_DOCUMENT_BEGIN(&branch, "case", &cond);
+    BSON_APPEND_ARRAY_BEGIN(&cond, "$and", &conj);
+    BSON_APPEND_DOCUMENT_BEGIN(&conj, "0", &gte);
+    BSON_APPEND_ARRAY_BEGIN(&gte, "$gte", &gte_args);
+    BSON_APPEND_UTF8(&gte_args, "0", "$$g");
+    literal(&gte_args, "1", bounds[i]);
+    bson_append_array_end(&gte, &gte_args);
+    bson_append_document_end(&conj, &gte);
+    BSON_APPEND_DOCUMENT_BEGIN(&conj, "1", &lt);
+    BSON_APPEND_ARRAY_BEGIN(&lt, "$lt", &lt_args);
+    BSON_APPEND_UTF8(&lt_args, "0", "$$g");
+    literal(&lt_args, "1", bounds[i + 1]);
+    bson_append_array_end(&lt, &lt_args);
+    bson_append_document_end(&conj, &lt);
+    bson_append_array_end(&cond, &conj);
+    bson_append_document_end(&branch, &cond);
+    literal(&branch, "then", bounds[i]);
+    bson_append_document_end(&branches, &branch);
+  }
+  bson_append_array_end(&sw_args, &branches);
+  if (default_value != nullptr) {
+    bson_t l;
+    BSON_APPEND_DOCUMENT_BEGIN(&sw_args, "default", &l);
+    bson_append_value(&l, "$literal", -1, default_value);
+    bson_append_document_end(&sw_args, &l);
+  }
+  bson_append_document_end(&sw, &sw_args);
+  bson_append_document_end(&let, &sw);
+  bson_append_document_end(&id, &let);
+  bson_append_document_end(g, &id);
+  if (have_output) {
+    bson_iter_init(&it, &output);
+    while (bson_iter_next(&it)) bson_append_value(g, bson_iter_key(&it), -1, bson_iter_value(&it));
+  } else {
+    bson_t sum;
+    BSON_APPEND_DOCUMENT_BEGIN(g, "count", &sum);
+    BSON_APPEND_INT32(&sum, "$sum", 1);
+    bson_append_document_end(g, &sum);
+  }
+  Document gd = Document::Adopt(g);
+  ASSIGN_OR_RETURN(std::unique_ptr<Stage> gs, MakeGroup(gd.bson(), opts));
+  out->push_back(std::move(gs));
+  bson_t* sd = bson_new();
+  BSON_APPEND_INT32(sd, "_id", 1);
+  Document sort = Document::Adopt(sd);
+  ASSIGN_OR_RETURN(std::unique_ptr<projection::SortSpec> ss, projection::SortSpec::Parse(sort.bson()));
+  out->push_back(std::make_unique<SortStage>(std::move(sort), std::move(ss), opts));
+  return Status::OK();
+}
+
+namespace {
+
+// ---- $sample --------------------------------------------------------------------
+
+// A uniform sample of `size` documents in random order: each input gets a
+// random key and a top-k Sorter keeps the `size` smallest (within the
+// memory limit, or spilled with allowDiskUse).
+class SampleStage : public Stage {
+ public:
+  SampleStage(int64_t size, const PipelineOptions& opts)
+      : Stage("$sample"), size_(size), opts_(opts), rng_(std::random_device{}()) {
+    bson_t* s = bson_new();
+    BSON_APPEND_INT32(s, "r", 1);
+    sort_doc_ = Document::Adopt(s);
+  }
+  StatusOr<bool> Next(Document* out) override {
+    if (size_ == 0) return false;
+    if (!sorter_) {
+      ASSIGN_OR_RETURN(spec_, projection::SortSpec::Parse(sort_doc_.bson()));
+      projection::SorterOptions so;
+      so.max_memory_bytes = opts_.max_memory_bytes;
+      so.allow_disk_use = opts_.allow_disk_use;
+      so.temp_dir = opts_.temp_dir;
+      so.limit = size_;
+      sorter_ = std::make_unique<projection::Sorter>(spec_.get(), so);
+      std::uniform_real_distribution<double> uniform(0.0, 1.0);
+      Document d;
+      for (;;) {
+        ASSIGN_OR_RETURN(bool more, input_->Next(&d));
+        if (!more) break;
+        bson_t* key = bson_new();
+        BSON_APPEND_DOUBLE(key, "r", uniform(rng_));
+        RETURN_IF_ERROR(sorter_->Add(Document::Adopt(key), std::string(reinterpret_cast<const char*>(d.data()),
+                                                                        d.size())));
+      }
+      RETURN_IF_ERROR(sorter_->Finish());
+    }
+    Document key;
+    std::string bytes;
+    ASSIGN_OR_RETURN(bool more, sorter_->Next(&key, &bytes));
+    if (!more) return false;
+    ASSIGN_OR_RETURN(*out, Document::FromBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    return true;
+  }
+  void Serialize(bson_t* out) const override {
+    bson_t s;
+    BSON_APPEND_DOCUMENT_BEGIN(out, "$sample", &s);
+    BSON_APPEND_INT64(&s, "size", size_);
+    bson_append_document_end(out, &s);
+  }
+
+ private:
+  int64_t size_;
+  PipelineOptions opts_;
+  std::mt19937_64 rng_;
+  Document sort_doc_;
+  std::unique_ptr<projection::SortSpec> spec_;
+  std::unique_ptr<projection::Sorter> sorter_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Stage>> MakeSample(const bson_value_t& v, const PipelineOptions& opts) {
+  if (v.value_type != BSON_TYPE_DOCUMENT) return Err(28745, "the $sample stage specification must be an object");
+  bson_t spec;
+  bson_init_static(&spec, v.value.v_doc.data, v.value.v_doc.data_len);
+  bool have_size = false;
+  int64_t size = 0;
+  bson_iter_t it;
+  bson_iter_init(&it, &spec);
+  while (bson_iter_next(&it)) {
+    std::string key = bson_iter_key(&it);
+    if (key != "size") return Err(28748, "unrecognized option to $sample: " + key);
+    const bson_value_t* f = bson_iter_value(&it);
+    if (!IsNumberType(f->value_type)) return Err(28746, "size argument to $sample must be a number");
+    long double n = NumberAsLongDouble(*f);
+    if (n < 0) return Err(28747, "size argument to $sample must not be negative");
+    size = n > static_cast<long double>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                             : static_cast<int64_t>(n);
+    have_size = true;
+  }
+  if (!have_size) return Err(28749, "$sample stage must specify a size");
+  return std::unique_ptr<Stage>(std::make_unique<SampleStage>(size, opts));
+}
+
+namespace {
 
 // ---- parsing --------------------------------------------------------------------
 
@@ -955,8 +1281,9 @@ Status ParseStage(const char* name, const bson_value_t& v, const PipelineOptions
   if (n == "$match") {
     bson_t d;
     RETURN_IF_ERROR(doc_arg(&d));
-    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> m, query::Matcher::Parse(&d));
-    out->push_back(std::make_unique<MatchStage>(Document::Copy(&d), std::move(m)));
+    ASSIGN_OR_RETURN(std::unique_ptr<ParseContext> pc, NewParseContext(opts));
+    ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> m, query::Matcher::Parse(&d, pc.get()));
+    out->push_back(std::make_unique<MatchStage>(Document::Copy(&d), std::move(pc), std::move(m), opts));
     return Status::OK();
   }
   if (n == "$project" || n == "$addFields" || n == "$set") {
@@ -1013,12 +1340,12 @@ Status ParseStage(const char* name, const bson_value_t& v, const PipelineOptions
       }
       expr_spec = *bson_iter_value(&it);
     }
-    auto pc = std::make_unique<ParseContext>();
+    ASSIGN_OR_RETURN(std::unique_ptr<ParseContext> pc, NewParseContext(opts));
     ASSIGN_OR_RETURN(std::unique_ptr<Expression> e, expression::ParseExpression(expr_spec, pc.get()));
     bson_t* spec = bson_new();
     bson_append_value(spec, "newRoot", -1, &expr_spec);
     out->push_back(std::make_unique<ReplaceRootStage>(name, Document::Adopt(spec), std::move(e), std::move(pc),
-                                                      opts.now_ms));
+                                                      opts));
     return Status::OK();
   }
   if (n == "$sort") {
@@ -1099,8 +1426,19 @@ Status ParseStage(const char* name, const bson_value_t& v, const PipelineOptions
     out->push_back(std::make_unique<SortStage>(std::move(sd), std::move(spec), opts));
     return Status::OK();
   }
+  if (n == "$bucket") return MakeBucket(v, opts, out);
+  if (n == "$sample" || n == "$lookup" || n == "$facet" || n == "$out" || n == "$merge") {
+    StatusOr<std::unique_ptr<Stage>> st = n == "$sample"   ? MakeSample(v, opts)
+                                          : n == "$lookup" ? MakeLookup(v, opts)
+                                          : n == "$facet"  ? MakeFacet(v, opts)
+                                          : n == "$out"    ? MakeOut(v, opts)
+                                                           : MakeMerge(v, opts);
+    if (!st.ok()) return st.status();
+    out->push_back(std::move(*st));
+    return Status::OK();
+  }
   static const char* const kKnownElsewhere[] = {
-      "$lookup", "$facet", "$bucket", "$bucketAuto", "$sample", "$out", "$merge", "$graphLookup", "$geoNear",
+      "$bucketAuto", "$graphLookup", "$geoNear",
       "$indexStats", "$collStats", "$currentOp", "$listSessions", "$redact", "$setWindowFields", "$densify",
       "$fill", "$unionWith", "$changeStream", "$documents", "$search", "$planCacheStats", "$listLocalSessions"};
   for (const char* k : kKnownElsewhere) {
@@ -1129,9 +1467,36 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Parse(const bson_t* pipeline, cons
     bson_iter_t s;
     bson_iter_init(&s, &stage);
     bson_iter_next(&s);
+    if (!p->stages_.empty() && p->stages_.back()->writes()) {
+      return Err(40601, std::string(p->stages_.back()->name()) + " can only be the final stage in the pipeline");
+    }
     RETURN_IF_ERROR(ParseStage(bson_iter_key(&s), *bson_iter_value(&s), options, &p->stages_));
   }
   return p;
+}
+
+bool Pipeline::writes() const { return !stages_.empty() && stages_.back()->writes(); }
+
+Status BindLet(const bson_t* let, PipelineOptions* opts) {
+  auto vars = std::make_shared<Variables>();
+  if (opts->vars) *vars = *opts->vars;
+  bson_iter_t it;
+  bson_iter_init(&it, let);
+  // Each value is evaluated in a context that knows the variables before it.
+  while (bson_iter_next(&it)) {
+    std::string name = bson_iter_key(&it);
+    PipelineOptions so = *opts;
+    so.vars = vars;
+    ASSIGN_OR_RETURN(std::unique_ptr<ParseContext> pc, NewParseContext(so));
+    RETURN_IF_ERROR(ParseContext().DeclareVariable(name).status());  // MongoDB's name rules
+    ASSIGN_OR_RETURN(std::unique_ptr<Expression> e, expression::ParseExpression(*bson_iter_value(&it), pc.get()));
+    EvalContext ctx;
+    Bind(so, &ctx);
+    ASSIGN_OR_RETURN(Value v, e->Evaluate(ctx));
+    SetVariable(vars.get(), name, v.missing() ? Value::Null() : v.Detached());
+  }
+  opts->vars = std::move(vars);
+  return Status::OK();
 }
 
 Pipeline::~Pipeline() = default;
@@ -1140,12 +1505,13 @@ LeadingQuery Pipeline::TakeLeadingQuery() {
   LeadingQuery q;
   size_t taken = 0;
   if (taken < stages_.size()) {
-    if (auto* m = dynamic_cast<MatchStage*>(stages_[taken].get())) {
+    auto* m = dynamic_cast<MatchStage*>(stages_[taken].get());
+    if (m != nullptr && m->FindCanRun()) {
       q.filter = m->spec();
       ++taken;
     }
   }
-  if (taken < stages_.size()) {
+  if (taken < stages_.size() && (taken > 0 || dynamic_cast<MatchStage*>(stages_[0].get()) == nullptr)) {
     if (auto* s = dynamic_cast<SortStage*>(stages_[taken].get())) {
       q.sort = s->spec();
       q.limit = s->limit();

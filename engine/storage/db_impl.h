@@ -387,6 +387,7 @@ class DBImpl {
                           Txn* txn, PlanStats* stats, bool* sorted, const CandidateFn& fn) const;
   class FindSource;  // find's CursorSource (db_impl_read.cc)
   class AggregateSource;  // aggregate's (db_impl_agg.cc)
+  class AggregateHost;    // $lookup's reads, $out's and $merge's writes (db_impl_agg.cc)
   // find's source, opened (parsed and planned).
   StatusOr<std::unique_ptr<CursorSource>> OpenFind(const FindRequest& req);
   std::unique_ptr<CursorRegistry> cursors_;
@@ -399,10 +400,11 @@ class DBImpl {
   // Chooses the plan (stats: explain's stages, may be null; *sorted: the
   // plan yields the sort's order) and opens it.  The executor holds what it
   // reads (snapshot, iterators, index catalog): it may outlive this call,
-  // not the transaction `txn`.
+  // not the transaction `txn`.  Outside a transaction, `snapshot` (may be
+  // null: the latest) is where it reads.
   StatusOr<std::unique_ptr<PlanExecutor>> OpenPlan(const Collection& coll, const bson_t* filter, const bson_t* sort,
                                                    const index::Hint* hint, Txn* txn, PlanStats* stats,
-                                                   bool* sorted) const;
+                                                   bool* sorted, const rocksdb::Snapshot* snapshot = nullptr) const;
 
   const std::string path_;
   const Options options_;

@@ -1,11 +1,19 @@
 // DBImpl: aggregate.  The pipeline's leading $match / $sort / $limit become
 // a find (so they use the query planner and its indexes); the rest of the
 // stages (engine/agg) pull from that find's cursor source a batch at a time.
+// AggregateHost is the pipeline's way to other collections: $lookup reads
+// at the snapshot the aggregate's own find reads (outside a transaction, a
+// RocksDB snapshot the aggregate holds), and $out and $merge write through
+// Update, Insert and Delete: the write gate, per document.
 #include <limits>
 
 #include "engine/agg/pipeline.h"
+#include "engine/document/bson_compare.h"
+#include "engine/index/index_spec.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
+#include "engine/storage/doc_util.h"
+#include "engine/storage/record.h"
 
 namespace gatedb {
 
@@ -34,7 +42,230 @@ class FindStream : public agg::DocStream {
   size_t pos_ = 0;
 };
 
+// The first write error of a write result, as the aggregate's error.
+Status FirstWriteError(const std::vector<WriteError>& errors) {
+  return errors.empty() ? Status::OK() : errors.front().status;
+}
+
+// `doc` without its top-level field `field` (the store-owned version).
+Document Without(const Document& doc, const std::string& field) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc.bson(), field.c_str())) return doc;
+  bson_t* o = bson_new();
+  bson_copy_to_excluding_noinit(doc.bson(), o, field.c_str(), nullptr);
+  return Document::Adopt(o);
+}
+
 }  // namespace
+
+class DBImpl::AggregateHost : public agg::Host {
+ public:
+  AggregateHost(DBImpl* db, const AggregateRequest& req) : db_(db), scope_(req.scope), write_(req.write) {
+    write_.scope = nullptr;
+    write_.context.write_seq.reset();  // each write is its own, never a keyed replay
+    write_.command = nullptr;
+    if (scope_ == nullptr) snapshot_ = db_->db_->GetSnapshot();
+  }
+  ~AggregateHost() override {
+    if (snapshot_ != nullptr) db_->db_->ReleaseSnapshot(snapshot_);
+  }
+  AggregateHost(const AggregateHost&) = delete;
+  AggregateHost& operator=(const AggregateHost&) = delete;
+
+  const rocksdb::Snapshot* snapshot() const { return snapshot_; }
+  void set_db(std::string db) { dbname_ = std::move(db); }
+  void set_allow_disk_use(bool b) { allow_disk_use_ = b; }
+
+  StatusOr<std::unique_ptr<agg::DocStream>> Read(const std::string& coll, const agg::LeadingQuery& q) override {
+    FindRequest find;
+    find.ns = Namespace{dbname_, coll};
+    find.filter = q.filter;
+    find.sort = q.sort;
+    find.limit = q.limit;
+    find.scope = scope_;
+    find.snapshot = snapshot_;
+    find.allow_disk_use = allow_disk_use_;
+    ASSIGN_OR_RETURN(std::unique_ptr<CursorSource> source, db_->OpenFind(find));
+    return std::unique_ptr<agg::DocStream>(std::make_unique<FindStream>(std::move(source)));
+  }
+
+  Status ReplaceContents(const std::string& dbname, const std::string& coll, agg::DocStream* by_id) override {
+    const Namespace ns{dbname, coll};
+    RETURN_IF_ERROR(ValidateNamespace(ns));
+    // The target's documents in _id order, as they are now (a scan of its
+    // own: what $out writes is not read back).
+    std::shared_ptr<Collection> target = db_->FindCollection(ns);
+    std::unique_ptr<PlanExecutor> scan;
+    if (target) {
+      bson_t all = BSON_INITIALIZER;
+      ASSIGN_OR_RETURN(scan, db_->OpenPlan(*target, &all, nullptr, nullptr, nullptr, nullptr, nullptr));
+    }
+    const std::string version_field = target ? target->opts()->version_field : std::string("version");
+    UpdateRequest upserts;
+    DeleteRequest deletes;
+    upserts.ns = deletes.ns = ns;
+    upserts.write = deletes.write = write_;
+    auto flush = [&]() -> Status {
+      if (!upserts.updates.empty()) {
+        ASSIGN_OR_RETURN(UpdateWriteResult r, db_->Update(upserts));
+        RETURN_IF_ERROR(FirstWriteError(r.write_errors));
+        upserts.updates.clear();
+      }
+      if (!deletes.deletes.empty()) {
+        ASSIGN_OR_RETURN(DeleteWriteResult r, db_->Delete(deletes));
+        RETURN_IF_ERROR(FirstWriteError(r.write_errors));
+        deletes.deletes.clear();
+      }
+      return Status::OK();
+    };
+    Document out, prev;
+    bool have_out = false, have_prev = false, have_target = false;
+    bson_value_t out_id, target_id, prev_id;
+    std::string_view key;
+    RecordView rec;
+    Document target_id_holder;
+    auto next_out = [&]() -> Status {
+      if (have_out) {
+        prev = std::move(out);
+        have_prev = true;
+      }
+      ASSIGN_OR_RETURN(have_out, by_id->Next(&out));
+      if (!have_out) return Status::OK();
+      GetId(out.bson(), &out_id);
+      if (have_prev) {
+        GetId(prev.bson(), &prev_id);
+        if (CompareValues(prev_id, out_id) == 0) {
+          return Status(ErrorCode::kDuplicateKey, "E11000 duplicate key error collection: " + ns.full() +
+                                                      " index: _id_ (two results of $out have one _id)");
+        }
+      }
+      return Status::OK();
+    };
+    auto next_target = [&]() -> Status {
+      if (!scan) return Status::OK();
+      ASSIGN_OR_RETURN(have_target, scan->Next(&key, &rec));
+      if (have_target) {
+        target_id_holder = Document::Copy(&rec.doc);  // rec is valid until the next call only
+        GetId(target_id_holder.bson(), &target_id);
+      }
+      return Status::OK();
+    };
+    RETURN_IF_ERROR(next_out());
+    RETURN_IF_ERROR(next_target());
+    while (have_out || have_target) {
+      const int cmp = !have_target ? -1 : !have_out ? 1 : CompareValues(out_id, target_id);
+      if (cmp <= 0) {
+        UpdateStatement st;
+        bson_t* q = bson_new();
+        bson_append_value(q, "_id", 3, &out_id);
+        st.q = Document::Adopt(q);
+        st.u = Without(out, version_field);
+        st.upsert = true;
+        upserts.updates.push_back(std::move(st));
+        RETURN_IF_ERROR(next_out());
+        if (cmp == 0) RETURN_IF_ERROR(next_target());
+      } else {
+        DeleteStatement st;
+        bson_t* q = bson_new();
+        bson_append_value(q, "_id", 3, &target_id);
+        st.q = Document::Adopt(q);
+        st.limit = 1;
+        deletes.deletes.push_back(std::move(st));
+        RETURN_IF_ERROR(next_target());
+      }
+      if (upserts.updates.size() + deletes.deletes.size() >= kWriteBatch) RETURN_IF_ERROR(flush());
+    }
+    RETURN_IF_ERROR(flush());
+    if (!target) {
+      // An empty result still leaves the collection, as MongoDB's $out does.
+      Status s = db_->CreateCollection(ns, CollectionOptions());
+      if (!s.ok() && s.code() != ErrorCode::kNamespaceExists) return s;
+    }
+    return Status::OK();
+  }
+
+  Status Merge(const agg::MergeSpec& spec, std::vector<Document>* docs) override {
+    const Namespace ns{spec.db, spec.coll};
+    RETURN_IF_ERROR(ValidateNamespace(ns));
+    std::shared_ptr<Collection> target = db_->FindCollection(ns);
+    const std::string version_field = target ? target->opts()->version_field : std::string("version");
+    using Matched = agg::MergeSpec::Matched;
+    using NotMatched = agg::MergeSpec::NotMatched;
+    if (spec.when_matched == Matched::kFail) {
+      // Insert: an existing match is a duplicate key (of _id, or of the
+      // unique index on `on`).
+      InsertRequest ins;
+      ins.ns = ns;
+      ins.write = write_;
+      for (Document& d : *docs) ins.documents.push_back(Without(d, version_field));
+      ASSIGN_OR_RETURN(InsertResult r, db_->Insert(ins));
+      return FirstWriteError(r.write_errors);
+    }
+    if (spec.when_matched == Matched::kKeepExisting && spec.when_not_matched == NotMatched::kDiscard) {
+      return Status::OK();  // nothing to write either way
+    }
+    UpdateRequest up;
+    up.ns = ns;
+    up.write = write_;
+    for (Document& d : *docs) {
+      UpdateStatement st;
+      bson_t* q = bson_new();
+      for (const std::string& f : spec.on) {
+        bson_iter_t it, v;
+        if (bson_iter_init(&it, d.bson()) && bson_iter_find_descendant(&it, f.c_str(), &v)) {
+          bson_append_value(q, f.c_str(), -1, bson_iter_value(&v));
+        }
+      }
+      st.q = Document::Adopt(q);
+      Document body = Without(d, version_field);
+      if (spec.when_matched == Matched::kReplace) {
+        st.u = std::move(body);
+      } else {
+        bson_t* u = bson_new();
+        BSON_APPEND_DOCUMENT(u, spec.when_matched == Matched::kMerge ? "$set" : "$setOnInsert", body.bson());
+        st.u = Document::Adopt(u);
+      }
+      st.upsert = spec.when_not_matched == NotMatched::kInsert;
+      up.updates.push_back(std::move(st));
+    }
+    ASSIGN_OR_RETURN(UpdateWriteResult r, db_->Update(up));
+    RETURN_IF_ERROR(FirstWriteError(r.write_errors));
+    if (spec.when_not_matched == NotMatched::kFail && r.n < static_cast<int64_t>(docs->size())) {
+      return Status(ErrorCode::kMergeStageNoMatchingDocument,
+                    "$merge could not find a matching document in the target collection for at least one "
+                    "document in the source collection");
+    }
+    return Status::OK();
+  }
+
+  StatusOr<bool> HasUniqueIndexOn(const std::string& dbname, const std::string& coll,
+                                  const std::vector<std::string>& fields) override {
+    std::shared_ptr<Collection> target = db_->FindCollection(Namespace{dbname, coll});
+    if (!target) return false;
+    std::shared_ptr<const IndexCatalog> cat = target->indexes();
+    for (const auto& e : cat->entries) {
+      const index::IndexSpec& spec = e->spec;
+      if (!spec.ready || !spec.unique || spec.has_partial_filter() || spec.fields.size() != fields.size()) continue;
+      bool all = true;
+      for (const std::string& f : fields) {
+        bool found = false;
+        for (const index::IndexField& k : spec.fields) found = found || k.path == f;
+        all = all && found;
+      }
+      if (all) return true;
+    }
+    return false;
+  }
+
+ private:
+  static constexpr size_t kWriteBatch = 256;
+  DBImpl* db_;
+  WriteScope* scope_;
+  WriteOptionsInternal write_;
+  const rocksdb::Snapshot* snapshot_ = nullptr;
+  std::string dbname_;
+  bool allow_disk_use_ = false;
+};
 
 class DBImpl::AggregateSource : public CursorSource {
  public:
@@ -43,11 +274,18 @@ class DBImpl::AggregateSource : public CursorSource {
   // Parses the pipeline; `leading` gets its find part.
   Status Parse(const AggregateRequest& req, FindRequest* leading) {
     RETURN_IF_ERROR(ValidateNamespace(req.ns));
+    host_ = std::make_unique<AggregateHost>(db_, req);
+    host_->set_db(req.ns.db);
+    host_->set_allow_disk_use(req.allow_disk_use);
     agg::PipelineOptions opts;
     opts.allow_disk_use = req.allow_disk_use;
     opts.temp_dir = db_->TempDir();
     opts.max_memory_bytes = db_->options_.sort_memory_bytes;
     opts.now_ms = db_->NowMs();
+    opts.host = host_.get();
+    opts.in_transaction = req.scope != nullptr;
+    opts.db = req.ns.db;
+    if (!req.let.empty()) RETURN_IF_ERROR(agg::BindLet(req.let.bson(), &opts));
     ASSIGN_OR_RETURN(pipeline_, agg::Pipeline::Parse(req.pipeline.bson(), opts));
     agg::LeadingQuery q = pipeline_->TakeLeadingQuery();
     leading->ns = req.ns;
@@ -56,6 +294,7 @@ class DBImpl::AggregateSource : public CursorSource {
     leading->limit = q.limit;
     leading->hint = req.hint;
     leading->scope = req.scope;
+    leading->snapshot = host_->snapshot();
     leading->allow_disk_use = req.allow_disk_use;
     leading->max_time_ms = req.max_time_ms;
     return Status::OK();
@@ -77,13 +316,11 @@ class DBImpl::AggregateSource : public CursorSource {
         Status s;
         StatusOr<bool> more = pipeline_->Next(&pending_doc_);
         if (!more.ok()) {
-          done_ = true;
-          pipeline_.reset();
+          Finish();
           return more.status();
         }
         if (!*more) {
-          done_ = true;
-          pipeline_.reset();  // releases the find's snapshot and any spill files
+          Finish();  // releases the snapshot and any spill files now
           break;
         }
         pending_ = true;
@@ -101,7 +338,14 @@ class DBImpl::AggregateSource : public CursorSource {
   agg::Pipeline* pipeline() { return pipeline_.get(); }
 
  private:
+  void Finish() {
+    done_ = true;
+    pipeline_.reset();  // before the host: its reads hold the host's snapshot
+    host_.reset();
+  }
+
   DBImpl* db_;
+  std::unique_ptr<AggregateHost> host_;  // declared before pipeline_: destroyed after it
   std::unique_ptr<agg::Pipeline> pipeline_;
   bool done_ = false;
   bool pending_ = false;
@@ -111,6 +355,12 @@ class DBImpl::AggregateSource : public CursorSource {
 StatusOr<CursorPage> DBImpl::AggregatePage(const AggregateRequest& req, const CursorRequest& page) {
   auto source = std::make_unique<AggregateSource>(this);
   RETURN_IF_ERROR(source->Open(req));
+  if (source->pipeline()->writes()) {
+    // $out and $merge write now, whatever the batch size; their cursor is
+    // empty.
+    CursorBatch none;
+    RETURN_IF_ERROR(source->NextBatch(0, std::numeric_limits<size_t>::max(), &none));
+  }
   return FirstPage(std::move(source), req.ns.full(), page);
 }
 
@@ -143,7 +393,8 @@ StatusOr<Document> DBImpl::ExplainAggregate(const AggregateRequest& req, const s
   bson_iter_init(&it, &rest);
   uint32_t i = 1;
   while (bson_iter_next(&it)) {
-    BSON_APPEND_VALUE(&stages, std::to_string(i++).c_str(), bson_iter_value(&it));
+    const std::string index = std::to_string(i++);  // the macro reads its key twice
+    BSON_APPEND_VALUE(&stages, index.c_str(), bson_iter_value(&it));
   }
   bson_destroy(&rest);
   bson_append_array_end(out, &stages);

@@ -385,11 +385,12 @@ class IndexExecutor : public DBImpl::PlanExecutor {
 
 StatusOr<std::unique_ptr<DBImpl::PlanExecutor>> DBImpl::OpenPlan(const Collection& coll, const bson_t* filter,
                                                                  const bson_t* sort, const index::Hint* hint, Txn* txn,
-                                                                 PlanStats* stats, bool* sorted) const {
+                                                                 PlanStats* stats, bool* sorted,
+                                                                 const rocksdb::Snapshot* snapshot) const {
   if (sorted) *sorted = false;
   PlanStats* st = stats;  // null: each executor counts for itself
   rocksdb::ReadOptions ro;
-  if (txn) ro.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions
+  ro.snapshot = txn ? (*txn)->GetSnapshot() : snapshot;  // null outside snapshot transactions: the latest
 
   auto collection_scan = [&]() -> std::unique_ptr<PlanExecutor> {
     if (stats) stats->plan = SimpleStage("COLLSCAN", filter);

@@ -126,7 +126,7 @@ class DBImpl::FindSource : public CursorSource {
     RETURN_IF_ERROR(const_cast<DBImpl*>(db_)->CatchUpIndexes(req.scope));
     bool sorted = false;
     ASSIGN_OR_RETURN(exec_, db_->OpenPlan(*coll_, req.filter.bson(), sort_ ? req.sort.bson() : nullptr,
-                                          hint ? &*hint : nullptr, txn_, stats, &sorted));
+                                          hint ? &*hint : nullptr, txn_, stats, &sorted, req.snapshot));
     if (sort_ && !sorted) {
       projection::SorterOptions so;
       so.max_memory_bytes = db_->options_.sort_memory_bytes;

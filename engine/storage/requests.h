@@ -20,6 +20,10 @@
 #include "gatedb/status.h"
 #include "gatedb/value.h"
 
+namespace rocksdb {
+class Snapshot;
+}  // namespace rocksdb
+
 namespace gatedb {
 
 // "db.collection", split.
@@ -198,6 +202,9 @@ struct FindRequest {
   bool allow_disk_use = false;
   // The cursor's processing time limit (0: none): MaxTimeMSExpired past it.
   int64_t max_time_ms = 0;
+  // Outside a transaction: read at this snapshot instead of the latest
+  // (aggregate's $lookup reads where the aggregate's own find reads).
+  const rocksdb::Snapshot* snapshot = nullptr;
 };
 struct FindResult {
   std::vector<Document> docs;
@@ -255,7 +262,11 @@ struct AggregateRequest {
   bool allow_disk_use = false;
   int64_t max_time_ms = 0;
   std::optional<Value> hint;  // for the leading $match
+  Document let;               // {name: <expression>}: $$name in every stage
   WriteScope* scope = nullptr;
+  // How $out and $merge write: who and why (not keyed: each of their
+  // writes is its own), document validation, j.
+  WriteOptionsInternal write;
 };
 
 // explain of a read or of a write's query part (writes are not run).

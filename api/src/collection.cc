@@ -217,6 +217,35 @@ StatusOr<Cursor> Collection::FindCursor(DocumentView filter, const FindOptions& 
   return Cursor(std::move(rep));
 }
 
+StatusOr<Cursor> Collection::Aggregate(DocumentView pipeline, const AggregateOptions& options) {
+  if (options.batch_size <= 0) return Status(ErrorCode::kBadValue, "batch_size must be positive");
+  DBImpl* db = db_->rep_->db.get();
+  auto rep = std::make_unique<Cursor::Rep>();
+  rep->db = db;
+  rep->ns = Namespace{db_name_, name_}.full();
+  rep->txn = options.txn;
+  rep->batch_size = options.batch_size;
+  StatusOr<CursorPage> first = InTxn(options.txn, db, [&](WriteScope* scope) -> StatusOr<CursorPage> {
+    AggregateRequest req;
+    req.ns = Namespace{db_name_, name_};
+    req.pipeline = CopyOrEmpty(pipeline);
+    req.allow_disk_use = options.allow_disk_use;
+    req.max_time_ms = options.max_time_ms;
+    req.hint = HintValue(options.hint_name, options.hint);
+    req.let = options.let;
+    req.scope = scope;
+    req.write = Internal(options.write, nullptr);
+    CursorRequest page;
+    page.batch_size = options.batch_size;
+    page.scope = scope;
+    return db->AggregatePage(req, page);
+  });
+  if (!first.ok()) return first.status();
+  rep->batch = std::move(first->batch.docs);
+  rep->id = first->cursor_id;
+  return Cursor(std::move(rep));
+}
+
 StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const FindOptions& options) {
   bson_value_t id;
   if (options.projection.empty() && options.sort.empty() && options.skip == 0 && !options.lock_documents &&

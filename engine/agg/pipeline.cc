@@ -1197,10 +1197,14 @@ class SampleStage : public Stage {
       }
       RETURN_IF_ERROR(sorter_->Finish());
     }
+    // The sorter's limit bounds what it holds in memory; merged spill runs
+    // yield everything, so the count is kept here.
+    if (returned_ >= size_) return false;
     Document key;
     std::string bytes;
     ASSIGN_OR_RETURN(bool more, sorter_->Next(&key, &bytes));
     if (!more) return false;
+    ++returned_;
     ASSIGN_OR_RETURN(*out, Document::FromBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
     return true;
   }
@@ -1218,6 +1222,7 @@ class SampleStage : public Stage {
   Document sort_doc_;
   std::unique_ptr<projection::SortSpec> spec_;
   std::unique_ptr<projection::Sorter> sorter_;
+  int64_t returned_ = 0;
 };
 
 }  // namespace

@@ -79,6 +79,27 @@ struct FindOptions {
   int64_t max_time_ms = 0;
 };
 
+struct AggregateOptions {
+  // Documents fetched per batch.  Default: 101 (MongoDB's first batch)
+  int64_t batch_size = 101;
+  // $sort, $group, $sample and $out may spill to disk instead of failing
+  // past Options::sort_memory_bytes.  Default: false
+  bool allow_disk_use = false;
+  // Time the pipeline may spend in all (0: no limit).  Default: 0
+  int64_t max_time_ms = 0;
+  // Variables for every stage, as $$name: {name: <expression>}.  Default: {}
+  Document let;
+  // Forces an index for the leading $match, as FindOptions.  Default: none
+  std::string hint_name;
+  Document hint;
+  // Read inside this transaction ($out and $merge are refused there).
+  // Default: none
+  Transaction* txn = nullptr;
+  // How $out and $merge write: writeContext (each of their writes is its
+  // own, never a keyed replay), sync, bypass_document_validation.
+  WriteOptions write;
+};
+
 // One index, as createIndexes takes it (MongoDB's options).
 struct IndexModel {
   Document keys;                  // {a: 1, "b.c": -1}
@@ -180,6 +201,13 @@ class Collection {
   // options.batch_size at a time.  Errors: as Find, when the first batch
   // is fetched.
   StatusOr<Cursor> FindCursor(DocumentView filter, const FindOptions& options = FindOptions());
+
+  // Runs an aggregation pipeline (a BSON array of stages, as the aggregate
+  // command takes it) and returns its results as a cursor; with $out or
+  // $merge last, the writes are done before it returns and the cursor is
+  // empty.  Errors: the stages' parse errors (MongoDB's codes, 40324 for
+  // an unknown stage), their evaluation errors, as Find's.
+  StatusOr<Cursor> Aggregate(DocumentView pipeline, const AggregateOptions& options = AggregateOptions());
 
   // `update` must hold only update operators.  Errors: the filter's and the
   // update's parse errors, ImmutableField (_id, the version field),

@@ -28,6 +28,7 @@ struct DistinctRequest;
 struct UpdateRequest;
 struct DeleteRequest;
 struct FindAndModifyRequest;
+struct AggregateRequest;
 class TxnManager;
 struct WriteScope;
 
@@ -56,6 +57,9 @@ using CommandFn = Status (*)(CommandContext& ctx, bson_t* reply);
 // `page` (may be null) gets batchSize and singleBatch.
 Status ParseFind(CommandContext& ctx, FindRequest* out, CursorRequest* page = nullptr);
 Status ParseCount(CommandContext& ctx, CountRequest* out);
+// aggregate: `explain` is set when the command asks for explain: true;
+// `page` (may be null) gets cursor.batchSize.  Errors: as the command's.
+Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest* page, bool* explain);
 Status ParseDistinct(CommandContext& ctx, DistinctRequest* out);
 Status ParseUpdate(CommandContext& ctx, UpdateRequest* out);
 Status ParseDelete(CommandContext& ctx, DeleteRequest* out);

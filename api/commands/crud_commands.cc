@@ -210,7 +210,7 @@ Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
-Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
+Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest* page, bool* explain) {
   bson_iter_t first;
   bson_iter_init(&first, ctx.cmd);
   bson_iter_next(&first);
@@ -219,10 +219,12 @@ Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
     return Status(ErrorCode::kInvalidNamespace,
                   "{aggregate: 1} is not supported: gatedb has no collection-less aggregation stages");
   }
-  AggregateRequest req;
+  AggregateRequest& req = *out;
+  CursorRequest ignored;
+  if (page == nullptr) page = &ignored;
   RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
-  CursorRequest page;
-  bool have_pipeline = false, have_cursor = false, explain = false;
+  bool have_pipeline = false, have_cursor = false;
+  *explain = false;
   RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     std::string c = Ctx(ctx, key);
     if (key == "pipeline") {
@@ -242,8 +244,8 @@ Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
       while (bson_iter_next(&f)) {
         std::string k = bson_iter_key(&f);
         if (k == "batchSize") {
-          RETURN_IF_ERROR(ReadBatchSize(&f, "aggregate.cursor.batchSize", &page.batch_size));
-          page.empty_first_batch = page.batch_size == 0;
+          RETURN_IF_ERROR(ReadBatchSize(&f, "aggregate.cursor.batchSize", &page->batch_size));
+          page->empty_first_batch = page->batch_size == 0;
         } else {
           return UnknownField("aggregate.cursor", k);
         }
@@ -251,7 +253,7 @@ Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
       return Status::OK();
     }
     if (key == "allowDiskUse") return ReadBool(it, c, &req.allow_disk_use);
-    if (key == "explain") return ReadBool(it, c, &explain);
+    if (key == "explain") return ReadBool(it, c, explain);
     if (key == "hint") return ReadHint(it, c, &req.hint);
     if (key == "collation") return CheckCollation(it, c);
     if (key == "bypassDocumentValidation") return ReadBool(it, c, &req.write.bypass_document_validation);
@@ -264,14 +266,22 @@ Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
   bson_iter_t mt;
   if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) RETURN_IF_ERROR(ReadMaxTimeMS(&mt, &req.max_time_ms));
   req.scope = ctx.scope;
+  if (!*explain && !have_cursor) {
+    return Status(ErrorCode::kFailedToParse,
+                  "The 'cursor' option is required, except for aggregate with the explain argument");
+  }
+  return Status::OK();
+}
+
+Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
+  AggregateRequest req;
+  CursorRequest page;
+  bool explain = false;
+  RETURN_IF_ERROR(ParseAggregate(ctx, &req, &page, &explain));
   if (explain) {
     ASSIGN_OR_RETURN(Document plan, ctx.db->ExplainAggregate(req, "queryPlanner"));
     bson_concat(reply, plan.bson());
     return Status::OK();
-  }
-  if (!have_cursor) {
-    return Status(ErrorCode::kFailedToParse,
-                  "The 'cursor' option is required, except for aggregate with the explain argument");
   }
   page.session = ctx.session;
   page.scope = ctx.scope;

@@ -162,6 +162,13 @@ Status ExplainCommand(CommandContext& ctx, bson_t* reply) {
     RETURN_IF_ERROR(ParseFindAndModify(sub, &f));
     query_part(ExplainRequest::Kind::kFindAndModify, f.ns, f.query, true, f.hint);
     req.find.sort = f.sort;  // the document it would pick is the first in this order
+  } else if (name == "aggregate") {
+    AggregateRequest a;
+    bool ignored = false;
+    RETURN_IF_ERROR(ParseAggregate(sub, &a, nullptr, &ignored));
+    ASSIGN_OR_RETURN(Document out, ctx.db->ExplainAggregate(a, req.verbosity));
+    bson_concat(reply, out.bson());
+    return Status::OK();
   } else {
     return Status(ErrorCode::kCommandNotFound, "Explain failed due to unknown command: " + name);
   }

@@ -19,11 +19,17 @@ namespace gatedb {
 
 namespace {
 
-// A find's cursor source as the pipeline's input stream.
+// A find's cursor source as the pipeline's input stream.  Every stage's
+// input comes through one, so it is where the aggregate's maxTimeMS is
+// checked: *deadline (steady ms, 0: none) is the current batch's.
 class FindStream : public agg::DocStream {
  public:
-  explicit FindStream(std::unique_ptr<CursorSource> find) : find_(std::move(find)) {}
+  FindStream(std::unique_ptr<CursorSource> find, const int64_t* deadline)
+      : find_(std::move(find)), deadline_(deadline) {}
   StatusOr<bool> Next(Document* out) override {
+    if (*deadline_ > 0 && (++ticks_ & 63) == 0 && SteadyNowMs() > *deadline_) {
+      return Status(ErrorCode::kMaxTimeMSExpired, "operation exceeded time limit");
+    }
     if (pos_ == batch_.docs.size()) {
       if (find_->exhausted()) return false;
       batch_ = CursorBatch();
@@ -38,6 +44,8 @@ class FindStream : public agg::DocStream {
  private:
   static constexpr int64_t kPull = 64;  // documents per pull from the find
   std::unique_ptr<CursorSource> find_;
+  const int64_t* deadline_;
+  uint32_t ticks_ = 0;
   CursorBatch batch_;
   size_t pos_ = 0;
 };
@@ -73,6 +81,9 @@ class DBImpl::AggregateHost : public agg::Host {
   AggregateHost& operator=(const AggregateHost&) = delete;
 
   const rocksdb::Snapshot* snapshot() const { return snapshot_; }
+  // The steady-clock time past which reads fail with MaxTimeMSExpired (0:
+  // none); the aggregate sets it for each batch.
+  int64_t* deadline() { return &deadline_; }
   void set_db(std::string db) { dbname_ = std::move(db); }
   void set_allow_disk_use(bool b) { allow_disk_use_ = b; }
 
@@ -86,7 +97,7 @@ class DBImpl::AggregateHost : public agg::Host {
     find.snapshot = snapshot_;
     find.allow_disk_use = allow_disk_use_;
     ASSIGN_OR_RETURN(std::unique_ptr<CursorSource> source, db_->OpenFind(find));
-    return std::unique_ptr<agg::DocStream>(std::make_unique<FindStream>(std::move(source)));
+    return std::unique_ptr<agg::DocStream>(std::make_unique<FindStream>(std::move(source), &deadline_));
   }
 
   Status ReplaceContents(const std::string& dbname, const std::string& coll, agg::DocStream* by_id) override {
@@ -263,6 +274,7 @@ class DBImpl::AggregateHost : public agg::Host {
   WriteScope* scope_;
   WriteOptionsInternal write_;
   const rocksdb::Snapshot* snapshot_ = nullptr;
+  int64_t deadline_ = 0;
   std::string dbname_;
   bool allow_disk_use_ = false;
 };
@@ -296,7 +308,9 @@ class DBImpl::AggregateSource : public CursorSource {
     leading->scope = req.scope;
     leading->snapshot = host_->snapshot();
     leading->allow_disk_use = req.allow_disk_use;
-    leading->max_time_ms = req.max_time_ms;
+    // The time limit is the whole pipeline's (NextBatch), not the find's.
+    max_time_ms_ = req.max_time_ms;
+    if (max_time_ms_ < 0) return Status(ErrorCode::kBadValue, "maxTimeMS must be non-negative");
     return Status::OK();
   }
 
@@ -304,11 +318,26 @@ class DBImpl::AggregateSource : public CursorSource {
     FindRequest find;
     RETURN_IF_ERROR(Parse(req, &find));
     ASSIGN_OR_RETURN(std::unique_ptr<CursorSource> source, db_->OpenFind(find));
-    pipeline_->SetSource(std::make_unique<FindStream>(std::move(source)));
+    pipeline_->SetSource(std::make_unique<FindStream>(std::move(source), host_->deadline()));
     return Status::OK();
   }
 
   Status NextBatch(int64_t max_docs, size_t max_bytes, CursorBatch* out) override {
+    if (done_ || max_time_ms_ == 0) return Fill(max_docs, max_bytes, out);
+    const int64_t started = SteadyNowMs();
+    *host_->deadline() = started + (max_time_ms_ - time_used_ms_);
+    Status s = Fill(max_docs, max_bytes, out);
+    time_used_ms_ += SteadyNowMs() - started;
+    if (host_) *host_->deadline() = 0;
+    return s;
+  }
+
+  bool exhausted() const override { return done_ && !pending_; }
+
+  agg::Pipeline* pipeline() { return pipeline_.get(); }
+
+ private:
+  Status Fill(int64_t max_docs, size_t max_bytes, CursorBatch* out) {
     const size_t first = out->docs.size();
     while (max_docs == 0 || static_cast<int64_t>(out->docs.size() - first) < max_docs) {
       if (!pending_) {
@@ -333,11 +362,6 @@ class DBImpl::AggregateSource : public CursorSource {
     return Status::OK();
   }
 
-  bool exhausted() const override { return done_ && !pending_; }
-
-  agg::Pipeline* pipeline() { return pipeline_.get(); }
-
- private:
   void Finish() {
     done_ = true;
     pipeline_.reset();  // before the host: its reads hold the host's snapshot
@@ -350,6 +374,7 @@ class DBImpl::AggregateSource : public CursorSource {
   bool done_ = false;
   bool pending_ = false;
   Document pending_doc_;
+  int64_t max_time_ms_ = 0, time_used_ms_ = 0;
 };
 
 StatusOr<CursorPage> DBImpl::AggregatePage(const AggregateRequest& req, const CursorRequest& page) {

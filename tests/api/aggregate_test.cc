@@ -276,3 +276,36 @@ TEST(AggregateSpillTest, OutAndSampleSpillWithAllowDiskUse) {
 
 }  // namespace
 }  // namespace gatedb
+
+namespace gatedb {
+namespace {
+
+// maxTimeMS bounds the whole pipeline, not only its leading find: a slow
+// $lookup per document (each a scan of 1,500 documents) is stopped.
+TEST(AggregateTimeLimitTest, MaxTimeMSStopsASlowPipeline) {
+  test::TempDir dir;
+  auto db = Database::Open(dir.path(), Options());
+  ASSERT_OK(db);
+  Collection t = (*db)->GetCollection("t");
+  std::vector<Document> docs;
+  for (int i = 0; i < 1500; ++i) docs.push_back(Json(R"({"_id": )" + std::to_string(i) + R"(, "k": )" + std::to_string(i % 10) + "}"));
+  ASSERT_OK(t.InsertMany(docs));
+  const Document slow = Pipeline(
+      R"([{"$lookup": {"from": "t", "let": {"k": "$k"}, "pipeline": [{"$match": {"$expr": {"$eq": ["$k", "$$k"]}}}], "as": "same"}},
+          {"$group": {"_id": null, "n": {"$sum": {"$size": "$same"}}}}])");
+  AggregateOptions limited;
+  limited.max_time_ms = 20;
+  StatusOr<Cursor> stopped = t.Aggregate(slow.view(), limited);
+  EXPECT_EQ(stopped.status().code(), ErrorCode::kMaxTimeMSExpired) << stopped.status().ToString();
+  // The same pipeline without a limit finishes: 1,500 documents, each with
+  // the 150 of its k.
+  AggregateOptions cheap;
+  StatusOr<Cursor> ok = t.Aggregate(Pipeline(R"([{"$limit": 20}, {"$lookup": {"from": "t", "let": {"k": "$k"}, "pipeline": [{"$match": {"$expr": {"$eq": ["$k", "$$k"]}}}], "as": "same"}}, {"$group": {"_id": null, "n": {"$sum": {"$size": "$same"}}}}])").view(), cheap);
+  ASSERT_OK(ok);
+  std::vector<Document> out = Drain(&*ok);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(Int(out[0].bson(), "n"), 20 * 150);
+}
+
+}  // namespace
+}  // namespace gatedb

@@ -58,8 +58,11 @@ using CommandFn = Status (*)(CommandContext& ctx, bson_t* reply);
 Status ParseFind(CommandContext& ctx, FindRequest* out, CursorRequest* page = nullptr);
 Status ParseCount(CommandContext& ctx, CountRequest* out);
 // aggregate: `explain` is set when the command asks for explain: true;
-// `page` (may be null) gets cursor.batchSize.  Errors: as the command's.
-Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest* page, bool* explain);
+// `page` (may be null) gets cursor.batchSize; `have_cursor` (may be null)
+// whether it had the `cursor` field the command (not explain) requires.
+// Errors: as the command's.
+Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest* page, bool* explain,
+                      bool* have_cursor = nullptr);
 Status ParseDistinct(CommandContext& ctx, DistinctRequest* out);
 Status ParseUpdate(CommandContext& ctx, UpdateRequest* out);
 Status ParseDelete(CommandContext& ctx, DeleteRequest* out);

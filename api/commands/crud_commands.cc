@@ -210,7 +210,8 @@ Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
-Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest* page, bool* explain) {
+Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest* page, bool* explain,
+                      bool* have_cursor_out) {
   bson_iter_t first;
   bson_iter_init(&first, ctx.cmd);
   bson_iter_next(&first);
@@ -266,18 +267,19 @@ Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest*
   bson_iter_t mt;
   if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) RETURN_IF_ERROR(ReadMaxTimeMS(&mt, &req.max_time_ms));
   req.scope = ctx.scope;
-  if (!*explain && !have_cursor) {
-    return Status(ErrorCode::kFailedToParse,
-                  "The 'cursor' option is required, except for aggregate with the explain argument");
-  }
+  if (have_cursor_out != nullptr) *have_cursor_out = have_cursor;
   return Status::OK();
 }
 
 Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
   AggregateRequest req;
   CursorRequest page;
-  bool explain = false;
-  RETURN_IF_ERROR(ParseAggregate(ctx, &req, &page, &explain));
+  bool explain = false, have_cursor = false;
+  RETURN_IF_ERROR(ParseAggregate(ctx, &req, &page, &explain, &have_cursor));
+  if (!explain && !have_cursor) {
+    return Status(ErrorCode::kFailedToParse,
+                  "The 'cursor' option is required, except for aggregate with the explain argument");
+  }
   if (explain) {
     ASSIGN_OR_RETURN(Document plan, ctx.db->ExplainAggregate(req, "queryPlanner"));
     bson_concat(reply, plan.bson());

@@ -72,6 +72,22 @@ void CollectAlongPath(const bson_t* doc, const std::vector<std::string>& parts, 
   }
 }
 
+// Appends every document `next` yields to the array `arr` (inside `whole`,
+// whose size is checked against kMaxDocBytes after each: BSONObjectTooLarge
+// with `too_large`).
+template <typename Next>
+Status DrainInto(Next&& next, bson_t* arr, const bson_t* whole, const std::string& too_large) {
+  uint32_t n = 0;
+  Document d;
+  for (;;) {
+    ASSIGN_OR_RETURN(bool more, next(&d));
+    if (!more) return Status::OK();
+    const std::string index = std::to_string(n++);  // the macro reads its key twice
+    BSON_APPEND_DOCUMENT(arr, index.c_str(), d.bson());
+    if (whole->len > kMaxDocBytes) return Status(ErrorCode::kBSONObjectTooLarge, too_large);
+  }
+}
+
 class LookupStage : public Stage {
  public:
   struct Spec {
@@ -163,25 +179,10 @@ class LookupStage : public Stage {
     bson_t* holder = bson_new();
     bson_t arr;
     BSON_APPEND_ARRAY_BEGIN(holder, "", &arr);
-    uint32_t n = 0;
-    Status failed;
-    Document d;
-    for (;;) {
-      StatusOr<bool> more = pipeline ? pipeline->Next(&d) : source->Next(&d);
-      if (!more.ok()) {
-        failed = more.status();
-        break;
-      }
-      if (!*more) break;
-      const std::string index = std::to_string(n++);
-      BSON_APPEND_DOCUMENT(&arr, index.c_str(), d.bson());
-      if (holder->len > kMaxDocBytes) {
-        failed = Status(ErrorCode::kBSONObjectTooLarge, "Total size of documents in " + spec_.from +
-                                                            " matching pipeline's $lookup stage exceeds " +
-                                                            std::to_string(kMaxDocBytes) + " bytes");
-        break;
-      }
-    }
+    Status failed = DrainInto(
+        [&](Document* d) { return pipeline ? pipeline->Next(d) : source->Next(d); }, &arr, holder,
+        "Total size of documents in " + spec_.from + " matching pipeline's $lookup stage exceeds " +
+            std::to_string(kMaxDocBytes) + " bytes");
     bson_append_array_end(holder, &arr);
     Document joined = Document::Adopt(holder);
     RETURN_IF_ERROR(failed);
@@ -284,22 +285,8 @@ class FacetStage : public Stage {
       pipeline->SetSource(std::make_unique<VectorStream>(&input));
       bson_t arr;
       bson_append_array_begin(o, name.c_str(), static_cast<int>(name.size()), &arr);
-      uint32_t n = 0;
-      for (;;) {
-        StatusOr<bool> more = pipeline->Next(&d);
-        if (!more.ok()) {
-          failed = more.status();
-          break;
-        }
-        if (!*more) break;
-        const std::string index = std::to_string(n++);
-      BSON_APPEND_DOCUMENT(&arr, index.c_str(), d.bson());
-        if (o->len > kMaxDocBytes) {
-          failed = Status(ErrorCode::kBSONObjectTooLarge,
-                          "document constructed by $facet is larger than " + std::to_string(kMaxDocBytes) + " bytes");
-          break;
-        }
-      }
+      failed = DrainInto([&](Document* doc) { return pipeline->Next(doc); }, &arr, o,
+                         "document constructed by $facet is larger than " + std::to_string(kMaxDocBytes) + " bytes");
       bson_append_array_end(o, &arr);
       pipeline.reset();  // its sorters' memory and files go now
       if (!failed.ok()) break;

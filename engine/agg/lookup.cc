@@ -281,7 +281,9 @@ class FacetStage : public Stage {
     }
     bson_t* o = bson_new();
     Status failed;
-    for (auto& [name, pipeline] : facets_) {
+    for (auto& facet : facets_) {
+      const std::string& name = facet.first;
+      std::unique_ptr<Pipeline>& pipeline = facet.second;
       pipeline->SetSource(std::make_unique<VectorStream>(&input));
       bson_t arr;
       bson_append_array_begin(o, name.c_str(), static_cast<int>(name.size()), &arr);

@@ -14,7 +14,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 
 PACKAGES=(
-  cmake ninja-build ccache g++ pkg-config
+  cmake ninja-build ccache g++ pkg-config libasio-dev libisal-dev
   librocksdb-dev libbson-dev libxxhash-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
 )

@@ -1,7 +1,9 @@
-// The gatedb command-line tool.  Uses only the public API (gatedb/*.h).
+// The gatedb command-line tool.  `run` and `demo` use only the public API
+// (gatedb/*.h); `serve` is the wire server (api/server, serve.cc).
 //
-//   gatedb run  [--db DIR] [-c JSON]      commands as Extended JSON, one per line
-//   gatedb demo [--db DIR] [--agents N] [--docs N] [--seconds S] [--think-ms MS] [--seed N]
+//   gatedb run   [--db DIR] [-c JSON]      commands as Extended JSON, one per line
+//   gatedb demo  [--db DIR] [--agents N] [--docs N] [--seconds S] [--think-ms MS] [--seed N]
+//   gatedb serve [--db DIR] [--port N] [--bind ADDR] [--socket PATH] ...
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +20,12 @@
 
 #include "gatedb/db.h"
 
+namespace gatedb {
+namespace cli {
+int RunServe(int argc, char** argv, const char* default_dir, const Options& db_options);
+}  // namespace cli
+}  // namespace gatedb
+
 namespace {
 
 constexpr char kDefaultDir[] = "./gatedb-data";
@@ -30,6 +38,8 @@ void PrintMainHelp() {
       "                                     on standard input (or one with -c); one reply per line\n"
       "  gatedb demo [--db DIR] [options]   concurrent agents update shared orders through the version\n"
       "                                     gate; prints what was stopped and checks no update was lost\n"
+      "  gatedb serve [--db DIR] [options]  serve the data directory over MongoDB's wire protocol\n"
+      "                                     (mongosh, the drivers); 'gatedb serve --help'\n"
       "  gatedb help | --help               this text; 'gatedb run --help', 'gatedb demo --help'\n\n"
       "The data directory defaults to %s.\n",
       kDefaultDir);
@@ -327,6 +337,19 @@ int RunDemo(gatedb::Database* db, const DemoConfig& cfg) {
   return ok && version_sum == committed.load() ? 0 : 2;
 }
 
+gatedb::Options CliOptions() {
+  gatedb::Options options;
+  // Index builds over large collections report their progress on stderr.
+  options.index_build_progress = [](const std::string& ns, const std::string& index, uint64_t done,
+                                    uint64_t total) {
+    if (total < 10000) return;
+    std::fprintf(stderr, "building index %s on %s: %llu/%llu documents (%d%%)\n", index.c_str(), ns.c_str(),
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                 static_cast<int>(100 * done / total));
+  };
+  return options;
+}
+
 bool ParseInt(const char* s, long long* out) {
   char* end = nullptr;
   long long v = std::strtoll(s, &end, 10);
@@ -343,6 +366,7 @@ int main(int argc, char** argv) {
     PrintMainHelp();
     return sub.empty() ? 1 : 0;
   }
+  if (sub == "serve") return gatedb::cli::RunServe(argc, argv, kDefaultDir, CliOptions());
   if (sub != "run" && sub != "demo") {
     std::fprintf(stderr, "gatedb: unknown subcommand '%s' (see gatedb --help)\n", sub.c_str());
     return 1;
@@ -394,16 +418,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  gatedb::Options options;
-  // Index builds over large collections report their progress on stderr.
-  options.index_build_progress = [](const std::string& ns, const std::string& index, uint64_t done,
-                                    uint64_t total) {
-    if (total < 10000) return;
-    std::fprintf(stderr, "building index %s on %s: %llu/%llu documents (%d%%)\n", index.c_str(), ns.c_str(),
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
-                 static_cast<int>(100 * done / total));
-  };
-  auto db = gatedb::Database::Open(dir, options);
+  auto db = gatedb::Database::Open(dir, CliOptions());
   if (!db.ok()) {
     std::fprintf(stderr, "gatedb: %s\n", db.status().ToString().c_str());
     return 1;

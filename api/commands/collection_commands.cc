@@ -1,4 +1,4 @@
-// ping, hello, buildInfo, create, drop, dropDatabase, listCollections,
+// ping, create, drop, dropDatabase, listCollections,
 // listDatabases, collMod.
 #include <chrono>
 #include <string>
@@ -40,34 +40,6 @@ void AppendCollectionInfo(const CollectionInfo& info, bool name_only, bson_t* ou
 }  // namespace
 
 Status PingCommand(CommandContext& ctx, bson_t* reply) { return Status::OK(); }
-
-Status HelloCommand(CommandContext& ctx, bson_t* reply) {
-  BSON_APPEND_BOOL(reply, "isWritablePrimary", true);
-  BSON_APPEND_BOOL(reply, "ismaster", true);
-  BSON_APPEND_INT32(reply, "maxBsonObjectSize", 16 * 1024 * 1024);
-  BSON_APPEND_INT32(reply, "maxMessageSizeBytes", 48000000);
-  BSON_APPEND_INT32(reply, "maxWriteBatchSize", 100000);
-  BSON_APPEND_DATE_TIME(reply, "localTime",
-                        std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count());
-  BSON_APPEND_INT32(reply, "minWireVersion", 0);
-  BSON_APPEND_INT32(reply, "maxWireVersion", 17);
-  BSON_APPEND_BOOL(reply, "readOnly", false);
-  return Status::OK();
-}
-
-Status BuildInfoCommand(CommandContext& ctx, bson_t* reply) {
-  BSON_APPEND_UTF8(reply, "version", "6.0.0");
-  BSON_APPEND_UTF8(reply, "gatedbVersion", "0.1.0");
-  bson_t arr;
-  BSON_APPEND_ARRAY_BEGIN(reply, "versionArray", &arr);
-  BSON_APPEND_INT32(&arr, "0", 6);
-  BSON_APPEND_INT32(&arr, "1", 0);
-  BSON_APPEND_INT32(&arr, "2", 0);
-  BSON_APPEND_INT32(&arr, "3", 0);
-  bson_append_array_end(reply, &arr);
-  return Status::OK();
-}
 
 Status CreateCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns;

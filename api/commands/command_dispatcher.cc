@@ -53,6 +53,16 @@ const CommandEntry kCommands[] = {
     {"acquireLease", commands::AcquireLeaseCommand},
     {"renewLease", commands::RenewLeaseCommand},
     {"releaseLease", commands::ReleaseLeaseCommand},
+    {"getParameter", commands::GetParameterCommand},
+    {"getLog", commands::GetLogCommand},
+    {"hostInfo", commands::HostInfoCommand},
+    {"serverStatus", commands::ServerStatusCommand},
+    {"connectionStatus", commands::ConnectionStatusCommand},
+    {"whatsmyuri", commands::WhatsMyUriCommand},
+    {"getCmdLineOpts", commands::GetCmdLineOptsCommand},
+    {"endSessions", commands::EndSessionsCommand},
+    {"killSessions", commands::KillSessionsCommand},
+    {"killAllSessions", commands::KillAllSessionsCommand},
     {"commitTransaction", commands::PingCommand},  // handled before dispatch
     {"abortTransaction", commands::PingCommand},   // handled before dispatch
 };
@@ -75,6 +85,53 @@ Document TxnErrorReply(const Status& s) {
     bson_append_array_end(reply, &labels);
   }
   return Document::Adopt(reply);
+}
+
+bool IsRetryableWriteName(std::string_view name) {
+  return name == "insert" || name == "update" || name == "delete" || name == "findAndModify" ||
+         name == "findandmodify";
+}
+
+// The idempotency task a session's retryable writes run under:
+// "lsid:<id as hex>" (and ":<uid as hex>" for an lsid that carries one).
+std::string SessionTaskId(const std::string& lsid_bytes) {
+  static const char kHex[] = "0123456789abcdef";
+  auto hex = [](const uint8_t* p, size_t n, std::string* out) {
+    for (size_t i = 0; i < n; ++i) {
+      out->push_back(kHex[p[i] >> 4]);
+      out->push_back(kHex[p[i] & 0xF]);
+    }
+  };
+  std::string out = "lsid:";
+  bson_t lsid;
+  if (!bson_init_static(&lsid, reinterpret_cast<const uint8_t*>(lsid_bytes.data()), lsid_bytes.size())) {
+    hex(reinterpret_cast<const uint8_t*>(lsid_bytes.data()), lsid_bytes.size(), &out);
+    return out;
+  }
+  bool any = false;
+  bson_iter_t it;
+  for (const char* field : {"id", "uid"}) {
+    if (!bson_iter_init_find(&it, &lsid, field) || !BSON_ITER_HOLDS_BINARY(&it)) continue;
+    bson_subtype_t sub;
+    uint32_t n = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_binary(&it, &sub, &n, &data);
+    if (any) out.push_back(':');
+    hex(data, n, &out);
+    any = true;
+  }
+  if (!any) hex(reinterpret_cast<const uint8_t*>(lsid_bytes.data()), lsid_bytes.size(), &out);
+  return out;
+}
+
+Document WithLabel(Document reply, const char* label) {
+  bson_t* out = bson_new();
+  bson_concat(out, reply.bson());
+  bson_t labels;
+  BSON_APPEND_ARRAY_BEGIN(out, "errorLabels", &labels);
+  BSON_APPEND_UTF8(&labels, "0", label);
+  bson_append_array_end(out, &labels);
+  return Document::Adopt(out);
 }
 
 bool AllowedInTransaction(const std::string& name) {
@@ -122,7 +179,16 @@ Status ReadSessionFields(const bson_t* cmd, SessionFields* out) {
 
 }  // namespace
 
-Document CommandDispatcher::Run(const bson_t* cmd) {
+bool CommandDispatcher::IsRetryableWrite(const bson_t* cmd) {
+  bson_iter_t it;
+  if (cmd == nullptr || !bson_iter_init(&it, cmd) || !bson_iter_next(&it)) return false;
+  if (!IsRetryableWriteName(bson_iter_key(&it))) return false;
+  bson_iter_t f;
+  return bson_iter_init_find(&f, cmd, "lsid") && bson_iter_init_find(&f, cmd, "txnNumber") &&
+         !bson_iter_init_find(&f, cmd, "autocommit") && !bson_iter_init_find(&f, cmd, "startTransaction");
+}
+
+Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client) {
   try {
     bson_iter_t it;
     if (cmd == nullptr || !bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
@@ -130,6 +196,8 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
     }
     commands::CommandContext ctx;
     ctx.db = db_;
+    ctx.txns = txns_;
+    ctx.client = client;
     ctx.cmd = cmd;
     ctx.command_name = bson_iter_key(&it);
     ctx.db_name = "test";
@@ -204,6 +272,12 @@ Document CommandDispatcher::Run(const bson_t* cmd) {
       BSON_APPEND_DOUBLE(reply, "ok", 1.0);
       return Document::Adopt(reply);
     }
+    // A retryable write: (lsid, txnNumber) is its idempotency key, so the
+    // driver's retry after a lost reply gets the first reply back.
+    if (session.txn_number && IsRetryableWriteName(ctx.command_name)) {
+      ctx.retry_task_id = SessionTaskId(session.lsid);
+      ctx.retry_write_seq = *session.txn_number;
+    }
     bson_t* reply = bson_new();
     Status s = fn(ctx, reply);
     if (!s.ok()) {
@@ -241,7 +315,15 @@ Document CommandDispatcher::EndTransaction(commands::CommandContext& ctx, bool c
   }
   bool replayed = false;
   Status s = txns_->Commit(txn->get(), keyed ? &wc : nullptr, &replayed);
-  if (!s.ok()) return TxnErrorReply(s);
+  if (!s.ok()) {
+    // The commit may or may not have happened (it reached RocksDB but its
+    // fsync failed, or it ran out of time): MongoDB's label tells the
+    // driver to retry commitTransaction, not the whole transaction.
+    if (s.code() == ErrorCode::kWriteConcernFailed || s.code() == ErrorCode::kMaxTimeMSExpired) {
+      return WithLabel(ErrorReply(s), "UnknownTransactionCommitResult");
+    }
+    return TxnErrorReply(s);
+  }
   bson_t* reply = bson_new();
   if (replayed) BSON_APPEND_BOOL(reply, "replayed", true);
   BSON_APPEND_DOUBLE(reply, "ok", 1.0);

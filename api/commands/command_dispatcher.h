@@ -13,6 +13,7 @@
 #include <bson/bson.h>
 
 #include <string>
+#include <vector>
 
 #include "engine/storage/cursor.h"
 #include "gatedb/document.h"
@@ -32,6 +33,30 @@ struct AggregateRequest;
 class TxnManager;
 struct WriteScope;
 
+// What the wire server knows of itself, for the commands that describe the
+// server (serverStatus, getCmdLineOpts, getLog).  Implemented by
+// api/server; in-process callers have none.
+class ServerInfo {
+ public:
+  virtual ~ServerInfo() = default;
+  // serverStatus's server-wide fields: connections, network, uptime.
+  virtual void AppendServerStatus(bson_t* reply) const = 0;
+  // getCmdLineOpts's argv and parsed.
+  virtual void AppendCmdLineOpts(bson_t* reply) const = 0;
+  // getLog "global": the server's most recent log lines, oldest first.
+  virtual std::vector<std::string> RecentLog() const = 0;
+};
+
+// Who sends a command over the wire server (one per connection).  The
+// dispatcher's commands read it; in-process callers pass none.
+struct ClientInfo {
+  int64_t connection_id = 0;
+  std::string peer;      // the client's address ("127.0.0.1:53122") or "unix:<path>"
+  std::string me;        // the address clients dial ("127.0.0.1:27017"): hello's me/hosts/primary
+  std::string set_name;  // the replica set presented (PROTOCOL.md: "gatedb" unless --replSet)
+  const ServerInfo* server = nullptr;
+};
+
 namespace commands {
 
 // What one command invocation sees.
@@ -45,6 +70,13 @@ struct CommandContext {
   std::string db_name;       // from $db; "test" when absent
   std::string command_name;  // the first field's name
   const bson_t* cmd = nullptr;
+  TxnManager* txns = nullptr;
+  const ClientInfo* client = nullptr;  // null in process
+  // A retryable write (lsid and txnNumber outside a transaction): the
+  // idempotency key it runs under when its writeContext names none, so a
+  // driver's retry returns the first reply and never applies twice.
+  std::string retry_task_id;  // empty: not a retryable write
+  int64_t retry_write_seq = 0;
 };
 
 // A command writes its success fields into `reply` (the dispatcher adds
@@ -94,6 +126,18 @@ Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply);
 Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply);
 Status CollModCommand(CommandContext& ctx, bson_t* reply);
 
+// What drivers and shells ask of a server (server_commands.cc).
+Status GetParameterCommand(CommandContext& ctx, bson_t* reply);
+Status GetLogCommand(CommandContext& ctx, bson_t* reply);
+Status HostInfoCommand(CommandContext& ctx, bson_t* reply);
+Status ServerStatusCommand(CommandContext& ctx, bson_t* reply);
+Status ConnectionStatusCommand(CommandContext& ctx, bson_t* reply);
+Status WhatsMyUriCommand(CommandContext& ctx, bson_t* reply);
+Status GetCmdLineOptsCommand(CommandContext& ctx, bson_t* reply);
+Status EndSessionsCommand(CommandContext& ctx, bson_t* reply);
+Status KillSessionsCommand(CommandContext& ctx, bson_t* reply);
+Status KillAllSessionsCommand(CommandContext& ctx, bson_t* reply);
+
 // gatedb's extension commands (gate_commands.cc).
 Status JournalCommand(CommandContext& ctx, bson_t* reply);
 Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply);
@@ -110,8 +154,14 @@ class CommandDispatcher {
 
   // Runs `cmd` and returns its reply; never fails and never throws: every
   // error, including an unknown command (CommandNotFound) and an internal
-  // fault (InternalError), is an {ok: 0} reply.
-  Document Run(const bson_t* cmd);
+  // fault (InternalError), is an {ok: 0} reply.  `client` (may be null)
+  // describes the wire connection the command came on.
+  Document Run(const bson_t* cmd, const ClientInfo* client = nullptr);
+
+  // Whether `cmd` is a retryable write as drivers send one (insert, update,
+  // delete or findAndModify with lsid and txnNumber, outside a
+  // transaction): its retryable errors carry RetryableWriteError.
+  static bool IsRetryableWrite(const bson_t* cmd);
 
  private:
   // commitTransaction / abortTransaction.

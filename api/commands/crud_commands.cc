@@ -36,6 +36,12 @@ Status ReadWriteConcern(const CommandContext& ctx, WriteOptionsInternal* w) {
     RETURN_IF_ERROR(ReadBool(&j, "writeConcern.j", &sync));
     w->sync = sync;
   }
+  // A retryable write runs under its session's key unless its
+  // writeContext names a key of its own.
+  if (!ctx.retry_task_id.empty() && w->context.task_id.empty() && !w->context.write_seq) {
+    w->context.task_id = ctx.retry_task_id;
+    w->context.write_seq = ctx.retry_write_seq;
+  }
   return Status::OK();
 }
 

@@ -254,4 +254,28 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForEnd(const std::strin
   return it->second.txn;
 }
 
+size_t TxnManager::EndSessions(const std::vector<std::string>& lsids, bool all) {
+  std::vector<std::shared_ptr<Transaction::Impl>> open;
+  {
+    MutexLock lock(&mu_);
+    auto take = [&](std::map<std::string, Session>::iterator it) {
+      if (it->second.txn) open.push_back(std::move(it->second.txn));
+      return sessions_.erase(it);
+    };
+    if (all) {
+      for (auto it = sessions_.begin(); it != sessions_.end();) it = take(it);
+    } else {
+      for (const std::string& lsid : lsids) {
+        auto it = sessions_.find(lsid);
+        if (it != sessions_.end()) take(it);
+      }
+    }
+  }
+  size_t aborted = 0;
+  for (auto& t : open) {
+    if (Abort(t.get()).ok()) ++aborted;
+  }
+  return aborted;
+}
+
 }  // namespace gatedb

@@ -104,6 +104,11 @@ class TxnManager {
   StatusOr<std::shared_ptr<Transaction::Impl>> ForEnd(const std::string& lsid, int64_t txn_number)
       GATEDB_EXCLUDES(mu_);
 
+  // endSessions / killSessions: forgets the sessions `lsids` (all sessions
+  // when `all`), aborting their open transactions.  Returns how many
+  // transactions it aborted.
+  size_t EndSessions(const std::vector<std::string>& lsids, bool all) GATEDB_EXCLUDES(mu_);
+
   DBImpl* db() { return db_; }
 
  private:

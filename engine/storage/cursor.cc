@@ -151,6 +151,28 @@ void CursorRegistry::KillOwnedBy(const WriteScope* scope) {
   }
 }
 
+size_t CursorRegistry::KillSession(const std::string& lsid) {
+  std::vector<std::unique_ptr<CursorSource>> dead;
+  size_t n = 0;
+  MutexLock l(&mu_);
+  for (auto it = cursors_.begin(); it != cursors_.end();) {
+    const std::string& owner = it->second.owner.session;
+    if (owner.empty() || (!lsid.empty() && owner != lsid) || it->second.killed) {
+      ++it;
+      continue;
+    }
+    ++n;
+    if (it->second.source == nullptr) {  // checked out: dies when its lease ends
+      it->second.killed = true;
+      ++it;
+      continue;
+    }
+    dead.push_back(std::move(it->second.source));
+    it = cursors_.erase(it);
+  }
+  return n;
+}
+
 size_t CursorRegistry::Sweep(int64_t now_ms) {
   std::vector<std::unique_ptr<CursorSource>> dead;
   MutexLock l(&mu_);

@@ -129,6 +129,9 @@ class CursorRegistry {
   bool Kill(int64_t id, const std::string& ns);
   // Kills every cursor of `scope` (its transaction is ending).
   void KillOwnedBy(const WriteScope* scope);
+  // Kills every cursor of session `lsid` (endSessions, killSessions); an
+  // empty `lsid` kills the cursors of every session.  Returns how many.
+  size_t KillSession(const std::string& lsid);
   // Kills cursors idle for longer than the timeout.  Returns how many.
   size_t Sweep(int64_t now_ms);
   // Open cursors (idle or checked out).

@@ -132,6 +132,8 @@ class DBImpl {
   // cursor's own error, which also kills it.
   StatusOr<CursorPage> GetMore(int64_t id, const std::string& ns, const CursorRequest& page);
   KillCursorsResult KillCursors(const std::string& ns, const std::vector<int64_t>& ids);
+  // Kills the cursors of session `lsid` (its bytes; empty: of every session).
+  size_t KillSessionCursors(const std::string& lsid) { return cursors_->KillSession(lsid); }
   // aggregate as a cursor (engine/agg/pipeline.h): the leading $match, $sort
   // and $limit run as a find (with its indexes), the other stages on what
   // it returns.  Errors: the pipeline's parse errors, then its run's.

@@ -145,6 +145,30 @@ INDEX_KEYS = {
 }
 
 
+def op_msg(body, flags=0, seq=None):
+    payload = struct.pack("<I", flags) + b"\0" + doc(body)
+    if seq:
+        name, docs = seq
+        sec = cstr(name) + b"".join(doc(d) for d in docs)
+        payload += b"\1" + struct.pack("<i", len(sec) + 4) + sec
+    return struct.pack("<iiii", 16 + len(payload), 1, 0, 2013) + payload
+
+
+def op_query(ns, q):
+    payload = struct.pack("<i", 0) + cstr(ns) + struct.pack("<ii", 0, -1) + doc(q)
+    return struct.pack("<iiii", 16 + len(payload), 1, 0, 2004) + payload
+
+
+# fuzz_wire_message: whole messages (the target rewrites the length).
+WIRE = {
+    "ping.bin": op_msg({"ping": 1, "$db": "admin"}),
+    "insert_seq.bin": op_msg({"insert": "c", "$db": "test"}, 0, ("documents", [{"_id": 1}, {"_id": 2, "a": [1]}])),
+    "more_to_come.bin": op_msg({"insert": "c"}, 2, ("documents", [{"x": "y"}])),
+    "handshake.bin": op_query("admin.$cmd", {"isMaster": 1, "client": {"driver": {"name": "fuzz"}}}),
+    "wrapped.bin": op_query("admin.$cmd", {"$query": {"hello": 1}, "$readPreference": {"mode": "primary"}}),
+}
+
+
 def main():
     for n, j in COMMANDS.items():
         write("fuzz_command_json", n, j)
@@ -160,6 +184,8 @@ def main():
         write("fuzz_validator", n, pair(a, b))
     for n, (a, b) in INDEX_KEYS.items():
         write("fuzz_index_keys", n, pair(a, b))
+    for n, m in WIRE.items():
+        write("fuzz_wire_message", n, m)
 
 
 if __name__ == "__main__":

@@ -141,8 +141,10 @@ class Database {
   // now (a background thread also does it periodically).  Returns how many.
   StatusOr<uint64_t> CollectIdempotencyRecords();
 
-  // The store behind this Database (api/src/database_rep.h).
+  // The store behind this Database (api/src/database_rep.h), opaque here;
+  // gatedb's own doors (the wire server) reach the dispatcher through it.
   struct Rep;
+  Rep* rep() const { return rep_.get(); }
 
  private:
   friend class Collection;

@@ -1,0 +1,677 @@
+#include "api/server/wire_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include "api/commands/command_dispatcher.h"
+#include "api/commands/command_util.h"
+#include "api/server/wire_message.h"
+#include "api/src/database_rep.h"
+#include "engine/util/mutex.h"
+
+namespace gatedb {
+namespace server {
+
+namespace {
+
+using asio::ip::tcp;
+using Strand = asio::strand<asio::io_context::executor_type>;
+
+std::string NowIso() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+std::string EndpointString(const tcp::endpoint& e) {
+  asio::ip::address a = e.address();
+  if (a.is_v6()) return "[" + a.to_string() + "]:" + std::to_string(e.port());
+  return a.to_string() + ":" + std::to_string(e.port());
+}
+
+// The commands an OP_QUERY may carry: only the handshake, as MongoDB 5.1+.
+bool IsHandshake(const bson_t* cmd) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) return false;
+  const char* k = bson_iter_key(&it);
+  return std::strcmp(k, "hello") == 0 || std::strcmp(k, "isMaster") == 0 || std::strcmp(k, "ismaster") == 0;
+}
+
+std::string FirstKey(const bson_t* cmd) {
+  bson_iter_t it;
+  if (!bson_iter_init(&it, cmd) || !bson_iter_next(&it)) return "";
+  return bson_iter_key(&it);
+}
+
+Document ErrorDoc(const Status& s) {
+  bson_t* b = bson_new();
+  commands::AppendError(s, b);
+  return Document::Adopt(b);
+}
+
+Document WithErrorLabel(const Document& reply, const char* label) {
+  bson_t* out = bson_new();
+  bson_concat(out, reply.bson());
+  bson_t labels;
+  BSON_APPEND_ARRAY_BEGIN(out, "errorLabels", &labels);
+  BSON_APPEND_UTF8(&labels, "0", label);
+  bson_append_array_end(out, &labels);
+  return Document::Adopt(out);
+}
+
+class Connection;
+
+}  // namespace
+
+struct WireServer::Impl final : public ServerInfo {
+  Database* db = nullptr;
+  CommandDispatcher* dispatcher = nullptr;
+  ServerOptions opts;
+
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::unique_ptr<asio::thread_pool> workers;
+  std::vector<std::thread> io_threads;
+  std::vector<std::unique_ptr<tcp::acceptor>> tcp_acceptors;
+  std::unique_ptr<asio::local::stream_protocol::acceptor> unix_acceptor;
+  std::vector<std::string> listening;
+  int port = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  std::atomic<bool> stopping{false};
+  bool stopped = false;
+  std::atomic<int64_t> next_conn_id{1};
+  std::atomic<int32_t> next_reply_id{1};
+  std::atomic<uint64_t> total_created{0};
+  std::atomic<uint64_t> refused{0};
+  std::atomic<uint64_t> bytes_in{0};
+  std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> requests{0};
+
+  mutable Mutex conns_mu;
+  CondVar conns_cv;
+  std::map<int64_t, std::weak_ptr<Connection>> conns GATEDB_GUARDED_BY(conns_mu);
+
+  mutable Mutex log_mu;
+  std::deque<std::string> recent GATEDB_GUARDED_BY(log_mu);
+
+  void Log(const std::string& msg) {
+    std::string line = NowIso() + " " + msg;
+    MutexLock l(&log_mu);
+    recent.push_back(line);
+    if (recent.size() > 1024) recent.pop_front();
+    if (opts.log) {
+      opts.log(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+
+  size_t OpenCount() const {
+    MutexLock l(&conns_mu);
+    return conns.size();
+  }
+
+  void Register(int64_t id, const std::shared_ptr<Connection>& c) {
+    MutexLock l(&conns_mu);
+    conns[id] = c;
+  }
+  size_t Unregister(int64_t id) {
+    MutexLock l(&conns_mu);
+    conns.erase(id);
+    conns_cv.SignalAll();
+    return conns.size();
+  }
+
+  template <typename Acceptor>
+  void Accept(Acceptor* acceptor);
+
+  // ServerInfo.
+  void AppendServerStatus(bson_t* reply) const override {
+    double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    BSON_APPEND_DOUBLE(reply, "uptime", up);
+    BSON_APPEND_INT64(reply, "uptimeMillis", static_cast<int64_t>(up * 1000));
+    BSON_APPEND_INT64(reply, "uptimeEstimate", static_cast<int64_t>(up));
+    size_t open = OpenCount();
+    bson_t c, n;
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "connections", &c);
+    BSON_APPEND_INT32(&c, "current", static_cast<int32_t>(open));
+    BSON_APPEND_INT32(&c, "available",
+                      static_cast<int32_t>(opts.max_connections > open ? opts.max_connections - open : 0));
+    BSON_APPEND_INT64(&c, "totalCreated", static_cast<int64_t>(total_created.load()));
+    BSON_APPEND_INT64(&c, "rejected", static_cast<int64_t>(refused.load()));
+    bson_append_document_end(reply, &c);
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "network", &n);
+    BSON_APPEND_INT64(&n, "bytesIn", static_cast<int64_t>(bytes_in.load()));
+    BSON_APPEND_INT64(&n, "bytesOut", static_cast<int64_t>(bytes_out.load()));
+    BSON_APPEND_INT64(&n, "numRequests", static_cast<int64_t>(requests.load()));
+    bson_append_document_end(reply, &n);
+  }
+
+  void AppendCmdLineOpts(bson_t* reply) const override {
+    bson_t argv, parsed, net, storage, repl;
+    BSON_APPEND_ARRAY_BEGIN(reply, "argv", &argv);
+    char keybuf[16];
+    uint32_t i = 0;
+    for (const std::string& a : opts.argv) {
+      const char* k;
+      size_t klen = bson_uint32_to_string(i++, &k, keybuf, sizeof keybuf);
+      bson_append_utf8(&argv, k, static_cast<int>(klen), a.data(), static_cast<int>(a.size()));
+    }
+    bson_append_array_end(reply, &argv);
+    BSON_APPEND_DOCUMENT_BEGIN(reply, "parsed", &parsed);
+    BSON_APPEND_DOCUMENT_BEGIN(&parsed, "net", &net);
+    std::string bind;
+    for (const std::string& b : opts.bind) bind += (bind.empty() ? "" : ",") + b;
+    BSON_APPEND_UTF8(&net, "bindIp", bind.c_str());
+    BSON_APPEND_INT32(&net, "port", port);
+    if (!opts.socket_path.empty()) BSON_APPEND_UTF8(&net, "socketPath", opts.socket_path.c_str());
+    bson_append_document_end(&parsed, &net);
+    BSON_APPEND_DOCUMENT_BEGIN(&parsed, "storage", &storage);
+    BSON_APPEND_UTF8(&storage, "dbPath", opts.db_path.c_str());
+    bson_append_document_end(&parsed, &storage);
+    BSON_APPEND_DOCUMENT_BEGIN(&parsed, "replication", &repl);
+    BSON_APPEND_UTF8(&repl, "replSetName", opts.set_name.c_str());
+    bson_append_document_end(&parsed, &repl);
+    bson_append_document_end(reply, &parsed);
+  }
+
+  std::vector<std::string> RecentLog() const override {
+    MutexLock l(&log_mu);
+    return std::vector<std::string>(recent.begin(), recent.end());
+  }
+};
+
+namespace {
+
+// One client connection.  Every handler runs on the connection's strand;
+// the command itself runs on a worker, which touches only msg_, reply_ and
+// close_after_ while state_ is kRunning (nothing on the strand touches them
+// then).
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  virtual ~Connection() = default;
+  virtual void Start() = 0;
+  // From any thread: finish what is in flight, then close.
+  virtual void RequestStop() = 0;
+  // From any thread: close now.
+  virtual void ForceClose() = 0;
+};
+
+template <typename Protocol>
+class StreamConnection final : public Connection {
+ public:
+  using Socket = typename Protocol::socket;
+
+  StreamConnection(WireServer::Impl* server, Strand strand, Socket socket, ClientInfo client)
+      : server_(server), strand_(strand), socket_(std::move(socket)), timer_(strand), client_(std::move(client)) {}
+
+  int64_t client_id() const { return client_.connection_id; }
+
+  void Start() override {
+    if (!server_->opts.quiet) {
+      server_->Log("conn " + std::to_string(client_.connection_id) + " open from " + client_.peer + " (" +
+                   std::to_string(server_->OpenCount()) + " open)");
+    }
+    ReadStart();
+  }
+
+  void RequestStop() override {
+    auto self = shared_from_this();
+    asio::post(strand_, [this, self] {
+      stop_requested_ = true;
+      // A message being read is finished and answered InterruptedAtShutdown.
+      if (state_ == State::kIdle) Close("");
+    });
+  }
+
+  void ForceClose() override {
+    auto self = shared_from_this();
+    asio::post(strand_, [this, self] { Close("the server is shutting down"); });
+  }
+
+ private:
+  enum class State { kIdle, kReading, kRunning, kWriting, kClosed };
+
+  std::shared_ptr<StreamConnection> Self() { return std::static_pointer_cast<StreamConnection>(shared_from_this()); }
+
+  std::string Prefix() const { return "conn " + std::to_string(client_.connection_id) + " from " + client_.peer; }
+
+  // One timer guards whichever wait is current; a generation number
+  // makes a stale expiry harmless.
+  void Arm(int64_t ms, const char* what) {
+    ++timer_gen_;
+    if (ms <= 0) {
+      timer_.cancel();
+      return;
+    }
+    timer_.expires_after(std::chrono::milliseconds(ms));
+    uint64_t gen = timer_gen_;
+    auto self = Self();
+    timer_.async_wait([this, self, gen, what, ms](const asio::error_code& ec) {
+      if (ec || gen != timer_gen_ || state_ == State::kClosed) return;
+      Close(std::string(what) + " after " + std::to_string(ms) + " ms");
+    });
+  }
+
+  void ReadStart() {
+    if (stop_requested_) {
+      Close("");
+      return;
+    }
+    state_ = State::kIdle;
+    have_ = 0;
+    Arm(server_->opts.idle_timeout_ms, "idle timeout");
+    ReadHeader();
+  }
+
+  void ReadHeader() {
+    auto self = Self();
+    socket_.async_read_some(asio::buffer(header_ + have_, kHeaderSize - have_),
+                            [this, self](const asio::error_code& ec, size_t n) { OnHeaderBytes(ec, n); });
+  }
+
+  void OnHeaderBytes(const asio::error_code& ec, size_t n) {
+    if (state_ == State::kClosed) return;
+    if (ec) {
+      Close(ec == asio::error::eof || ec == asio::error::connection_reset ? "" : "read failed: " + ec.message());
+      return;
+    }
+    server_->bytes_in += n;
+    if (have_ == 0 && n > 0) {
+      state_ = State::kReading;
+      Arm(server_->opts.read_timeout_ms, "read timeout");
+    }
+    have_ += n;
+    if (have_ < kHeaderSize) {
+      ReadHeader();
+      return;
+    }
+    MessageHeader h = DecodeHeader(header_);
+    Status s = CheckHeader(h, server_->opts.max_message_bytes);
+    if (!s.ok()) {
+      Close(s.reason());
+      return;
+    }
+    msg_.resize(static_cast<size_t>(h.length));
+    std::memcpy(msg_.data(), header_, kHeaderSize);
+    if (msg_.size() == kHeaderSize) {
+      OnMessage();
+      return;
+    }
+    auto self = Self();
+    asio::async_read(socket_, asio::buffer(msg_.data() + kHeaderSize, msg_.size() - kHeaderSize),
+                     [this, self](const asio::error_code& ec, size_t n) {
+                       if (state_ == State::kClosed) return;
+                       if (ec) {
+                         Close(ec == asio::error::eof ? "the client closed the connection inside a message"
+                                                      : "read failed: " + ec.message());
+                         return;
+                       }
+                       server_->bytes_in += n;
+                       OnMessage();
+                     });
+  }
+
+  void OnMessage() {
+    Arm(0, "");
+    state_ = State::kRunning;
+    ++server_->requests;
+    auto self = Self();
+    asio::post(*server_->workers, [this, self] {
+      Execute();
+      asio::post(strand_, [this, self] { OnExecuted(); });
+    });
+  }
+
+  // On a worker.
+  void Execute() {
+    reply_.clear();
+    close_after_.clear();
+    MessageHeader h = DecodeHeader(msg_.data());
+    int32_t reply_id = server_->next_reply_id.fetch_add(1, std::memory_order_relaxed);
+    if (h.op_code == kOpCompressed) {
+      // Compression is never offered in the handshake; the inner opcode
+      // says which reply the client waits for.
+      Document err = ErrorDoc(Status(ErrorCode::kProtocolError,
+                                     "OP_COMPRESSED is not supported: the server offers no compression"));
+      // OP_COMPRESSED's originalOpcode follows the header.
+      int32_t inner = msg_.size() >= kHeaderSize + 4 ? LoadInt32LE(msg_.data() + kHeaderSize) : 0;
+      reply_ = inner == kOpQuery ? BuildOpReply(reply_id, h.request_id, err.bson())
+                                 : BuildMsgReply(reply_id, h.request_id, err.bson());
+      return;
+    }
+    StatusOr<Request> req = ParseRequest(msg_.data(), msg_.size());
+    std::vector<uint8_t>().swap(msg_);  // a large message's memory goes now
+    if (!req.ok()) {
+      close_after_ = req.status().reason();
+      return;
+    }
+    if (server_->stopping) {
+      // Arrived after the stop began: not run.  MongoDB's answer, with the
+      // label that tells a driver to retry a retryable write elsewhere.
+      Document err = ErrorDoc(Status(ErrorCode::kInterruptedAtShutdown, "interrupted at shutdown"));
+      if (CommandDispatcher::IsRetryableWrite(req->command.bson())) err = WithErrorLabel(err, "RetryableWriteError");
+      reply_ = h.op_code == kOpQuery ? BuildOpReply(reply_id, h.request_id, err.bson())
+                                     : BuildMsgReply(reply_id, h.request_id, err.bson());
+      return;
+    }
+    if (h.op_code == kOpQuery) {
+      Document reply = IsHandshake(req->command.bson())
+                           ? server_->dispatcher->Run(req->command.bson(), &client_)
+                           : ErrorDoc(Status(ErrorCode::kUnsupportedOpQueryCommand,
+                                             "Unsupported OP_QUERY command: " + FirstKey(req->command.bson()) +
+                                                 ". The client driver may require an upgrade."));
+      reply_ = BuildOpReply(reply_id, h.request_id, reply.bson());
+      return;
+    }
+    Document reply = server_->dispatcher->Run(req->command.bson(), &client_);
+    if (req->more_to_come) return;  // the client asked for no reply
+    reply_ = BuildMsgReply(reply_id, h.request_id, reply.bson());
+  }
+
+  void OnExecuted() {
+    if (state_ == State::kClosed) return;
+    if (!close_after_.empty()) {
+      Close(close_after_);
+      return;
+    }
+    if (reply_.empty()) {
+      ReadStart();
+      return;
+    }
+    state_ = State::kWriting;
+    Arm(server_->opts.read_timeout_ms, "write timeout");
+    auto self = Self();
+    asio::async_write(socket_, asio::buffer(reply_), [this, self](const asio::error_code& ec, size_t n) {
+      if (state_ == State::kClosed) return;
+      if (ec) {
+        Close("write failed: " + ec.message());
+        return;
+      }
+      server_->bytes_out += n;
+      std::string().swap(reply_);
+      ReadStart();
+    });
+  }
+
+  void Close(const std::string& why) {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    // The reason is logged before the client can see the close.
+    if (!why.empty()) server_->Log(Prefix() + ": closing: " + why);
+    ++timer_gen_;
+    timer_.cancel();
+    asio::error_code ignored;
+    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+    socket_.close(ignored);
+    size_t left = server_->Unregister(client_.connection_id);
+    if (!server_->opts.quiet) {
+      server_->Log("conn " + std::to_string(client_.connection_id) + " closed (" + std::to_string(left) + " open)");
+    }
+  }
+
+  WireServer::Impl* const server_;
+  Strand strand_;
+  Socket socket_;
+  asio::steady_timer timer_;
+  ClientInfo client_;
+  State state_ = State::kIdle;
+  uint64_t timer_gen_ = 0;
+  bool stop_requested_ = false;
+  uint8_t header_[kHeaderSize] = {};
+  size_t have_ = 0;
+  std::vector<uint8_t> msg_;
+  std::string reply_;
+  std::string close_after_;
+};
+
+template <typename Socket>
+void Describe(const Socket& s, ClientInfo* c, const std::string&) {
+  asio::error_code ec;
+  tcp::endpoint peer = s.remote_endpoint(ec);
+  c->peer = ec ? "unknown" : EndpointString(peer);
+  tcp::endpoint local = s.local_endpoint(ec);
+  c->me = ec ? "127.0.0.1:0" : EndpointString(local);
+}
+
+void Describe(const asio::local::stream_protocol::socket&, ClientInfo* c, const std::string& path) {
+  c->peer = "unix:" + path;
+  c->me = path;
+}
+
+}  // namespace
+
+template <typename Acceptor>
+void WireServer::Impl::Accept(Acceptor* acceptor) {
+  using Protocol = typename Acceptor::protocol_type;
+  Strand strand = asio::make_strand(io);
+  acceptor->async_accept(strand, [this, acceptor, strand](const asio::error_code& ec,
+                                                          typename Protocol::socket socket) {
+    if (stopping) return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      Log("accept failed: " + ec.message());
+      // Out of descriptors, say: try again shortly rather than spin.
+      auto t = std::make_shared<asio::steady_timer>(acceptor->get_executor(), std::chrono::milliseconds(100));
+      t->async_wait([this, acceptor, t](const asio::error_code&) {
+        if (!stopping) Accept(acceptor);
+      });
+      return;
+    }
+    ClientInfo client;
+    client.connection_id = next_conn_id.fetch_add(1);
+    client.set_name = opts.set_name;
+    client.server = this;
+    Describe(socket, &client, opts.socket_path);
+    if (OpenCount() >= opts.max_connections) {
+      ++refused;
+      Log("refusing connection from " + client.peer + ": " + std::to_string(opts.max_connections) +
+          " connections are open (the limit)");
+      asio::error_code ignored;
+      socket.close(ignored);
+    } else {
+      ++total_created;
+      auto c = std::make_shared<StreamConnection<Protocol>>(this, strand, std::move(socket), std::move(client));
+      Register(c->client_id(), c);
+      c->Start();
+    }
+    Accept(acceptor);
+  });
+}
+
+WireServer::WireServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+WireServer::~WireServer() { Stop(); }
+
+const std::vector<std::string>& WireServer::listening() const { return impl_->listening; }
+int WireServer::port() const { return impl_->port; }
+size_t WireServer::open_connections() const { return impl_->OpenCount(); }
+uint64_t WireServer::total_connections() const { return impl_->total_created.load(); }
+
+namespace {
+
+// The addresses `name` stands for: a literal, or "localhost" (both loopbacks).
+Status ResolveBind(const std::string& name, std::vector<asio::ip::address>* out) {
+  if (name == "localhost") {
+    out->push_back(asio::ip::make_address("127.0.0.1"));
+    return Status::OK();
+  }
+  asio::error_code ec;
+  asio::ip::address a = asio::ip::make_address(name, ec);
+  if (ec) return Status(ErrorCode::kInvalidOptions, "cannot parse the bind address '" + name + "': " + ec.message());
+  out->push_back(a);
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOptions options) {
+  if (db == nullptr) return Status(ErrorCode::kInvalidOptions, "WireServer needs a database");
+  if (options.bind.empty() && options.socket_path.empty()) {
+    return Status(ErrorCode::kInvalidOptions, "nothing to listen on: no bind address and no socket");
+  }
+  if (options.port < 0 || options.port > 65535) {
+    return Status(ErrorCode::kInvalidOptions, "port " + std::to_string(options.port) + " is out of range");
+  }
+  if (options.max_connections == 0 || options.io_threads < 1 || options.worker_threads < 1) {
+    return Status(ErrorCode::kInvalidOptions, "max connections and thread counts must be positive");
+  }
+  std::vector<asio::ip::address> addrs;
+  for (const std::string& b : options.bind) RETURN_IF_ERROR(ResolveBind(b, &addrs));
+  for (const asio::ip::address& a : addrs) {
+    if (!a.is_loopback() && !options.allow_remote_without_auth) {
+      return Status(ErrorCode::kInvalidOptions,
+                    "refusing to listen on " + a.to_string() +
+                        ": gatedb serve has no authentication yet, so it binds only to loopback addresses "
+                        "and a Unix socket unless --allowRemoteNoAuth says that anyone who can reach the address may "
+                        "read and write every database");
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->db = db;
+  impl->dispatcher = db->rep()->dispatcher.get();
+  impl->opts = std::move(options);
+  Impl* s = impl.get();
+  try {
+    int port = s->opts.port;
+    for (const asio::ip::address& a : addrs) {
+      auto acc = std::make_unique<tcp::acceptor>(asio::make_strand(s->io));
+      tcp::endpoint ep(a, static_cast<unsigned short>(port));
+      asio::error_code ec;
+      acc->open(ep.protocol(), ec);
+      if (!ec) acc->set_option(asio::socket_base::reuse_address(true), ec);
+      if (!ec && a.is_v6()) acc->set_option(asio::ip::v6_only(true), ec);
+      if (!ec) acc->bind(ep, ec);
+      if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) {
+        return Status(ErrorCode::kInternalError, "cannot listen on " + EndpointString(ep) + ": " + ec.message());
+      }
+      tcp::endpoint bound = acc->local_endpoint(ec);
+      port = bound.port();  // port 0 took a free port: the other addresses share it
+      s->port = port;
+      s->listening.push_back(EndpointString(bound));
+      s->tcp_acceptors.push_back(std::move(acc));
+    }
+    if (!s->opts.socket_path.empty()) {
+      const std::string& path = s->opts.socket_path;
+      struct stat st;
+      if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+          return Status(ErrorCode::kInvalidOptions, "cannot listen on " + path + ": it exists and is not a socket");
+        }
+        // A socket left by a server that died: remove it, unless one answers.
+        asio::local::stream_protocol::socket probe(s->io);
+        asio::error_code ec;
+        probe.connect(asio::local::stream_protocol::endpoint(path), ec);
+        if (!ec) return Status(ErrorCode::kInternalError, "cannot listen on " + path + ": another server uses it");
+        ::unlink(path.c_str());
+      }
+      auto acc = std::make_unique<asio::local::stream_protocol::acceptor>(asio::make_strand(s->io));
+      asio::local::stream_protocol::endpoint ep(path);
+      asio::error_code ec;
+      acc->open(ep.protocol(), ec);
+      // The socket is made 0600 from the start: no moment when others may connect.
+      mode_t old = ::umask(0177);
+      if (!ec) acc->bind(ep, ec);
+      ::umask(old);
+      if (!ec && ::chmod(path.c_str(), 0600) != 0) ec = asio::error_code(errno, asio::system_category());
+      if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+      if (ec) return Status(ErrorCode::kInternalError, "cannot listen on " + path + ": " + ec.message());
+      s->listening.push_back(path);
+      s->unix_acceptor = std::move(acc);
+    }
+    s->workers = std::make_unique<asio::thread_pool>(static_cast<size_t>(s->opts.worker_threads));
+    for (auto& acc : s->tcp_acceptors) s->Accept(acc.get());
+    if (s->unix_acceptor) s->Accept(s->unix_acceptor.get());
+    for (int i = 0; i < s->opts.io_threads; ++i) {
+      s->io_threads.emplace_back([s] {
+        for (;;) {
+          try {
+            s->io.run();
+            return;
+          } catch (const std::exception& e) {
+            // Handlers report errors through error codes; this is a bug.
+            s->Log(std::string("internal error in the I/O loop: ") + e.what());
+          }
+        }
+      });
+    }
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternalError, std::string("cannot start the server: ") + e.what());
+  }
+  return std::unique_ptr<WireServer>(new WireServer(std::move(impl)));
+}
+
+void WireServer::Stop() {
+  Impl* s = impl_.get();
+  if (s == nullptr || s->stopped) return;
+  s->stopped = true;
+  s->stopping = true;
+  // No new connections.
+  for (auto& acc : s->tcp_acceptors) {
+    tcp::acceptor* a = acc.get();
+    asio::post(a->get_executor(), [a] {
+      asio::error_code ignored;
+      a->close(ignored);
+    });
+  }
+  if (s->unix_acceptor) {
+    auto* a = s->unix_acceptor.get();
+    asio::post(a->get_executor(), [a] {
+      asio::error_code ignored;
+      a->close(ignored);
+    });
+  }
+  // Idle connections close now; busy ones after their reply is written.
+  auto each = [s](auto fn) {
+    std::vector<std::shared_ptr<Connection>> live;
+    {
+      MutexLock l(&s->conns_mu);
+      for (auto& [id, w] : s->conns) {
+        if (auto c = w.lock()) live.push_back(std::move(c));
+      }
+    }
+    for (auto& c : live) fn(c.get());
+  };
+  each([](Connection* c) { c->RequestStop(); });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->opts.shutdown_grace_ms);
+  {
+    MutexLock l(&s->conns_mu);
+    s->conns_cv.WaitUntil(&s->conns_mu, deadline, [s]() GATEDB_REQUIRES(s->conns_mu) { return s->conns.empty(); });
+  }
+  if (s->OpenCount() > 0) {
+    s->Log(std::to_string(s->OpenCount()) + " connections still busy after the shutdown grace period: closing them");
+    each([](Connection* c) { c->ForceClose(); });
+    MutexLock l(&s->conns_mu);
+    s->conns_cv.WaitFor(&s->conns_mu, std::chrono::seconds(5),
+                        [s]() GATEDB_REQUIRES(s->conns_mu) { return s->conns.empty(); });
+  }
+  // Commands still running finish before the Database may close.
+  if (s->workers) s->workers->join();
+  s->work.reset();
+  s->io.stop();
+  for (auto& t : s->io_threads) t.join();
+  s->io_threads.clear();
+  if (!s->opts.socket_path.empty() && s->unix_acceptor) ::unlink(s->opts.socket_path.c_str());
+}
+
+}  // namespace server
+}  // namespace gatedb

@@ -143,20 +143,110 @@ Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply) {
 }
 
 Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply) {
+  bool name_only = false;
+  Document filter;
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "nameOnly") return ReadBool(it, "listDatabases.nameOnly", &name_only);
+    if (key == "filter") return ReadDocument(it, "listDatabases.filter", &filter);
+    if (key == "authorizedDatabases") return Status::OK();  // every database, without authentication
+    return UnknownField(ctx.command_name, key);
+  }));
+  std::unique_ptr<query::Matcher> matcher;
+  if (!filter.empty()) {
+    ASSIGN_OR_RETURN(matcher, query::Matcher::Parse(filter.bson()));
+  }
   bson_t arr;
   BSON_APPEND_ARRAY_BEGIN(reply, "databases", &arr);
   uint32_t i = 0;
   char keybuf[16];
+  int64_t total = 0;
   for (const std::string& db : ctx.db->ListDatabases()) {
-    const char* key;
-    bson_uint32_to_string(i++, &key, keybuf, sizeof keybuf);
-    bson_t d;
-    BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &d);
-    BSON_APPEND_UTF8(&d, "name", db.c_str());
-    BSON_APPEND_BOOL(&d, "empty", false);
-    bson_append_document_end(&arr, &d);
+    int64_t size = 0;
+    bool empty = true;
+    for (const CollectionInfo& info : ctx.db->ListCollections(db)) {
+      auto stats = ctx.db->CollectionStats(info.ns);
+      if (!stats.ok()) continue;  // dropped meanwhile
+      size += static_cast<int64_t>(stats->storage_bytes + stats->index_bytes);
+      if (stats->count > 0) empty = false;
+    }
+    bson_t* entry = bson_new();
+    BSON_APPEND_UTF8(entry, "name", db.c_str());
+    if (!name_only) {
+      BSON_APPEND_INT64(entry, "sizeOnDisk", size);
+      BSON_APPEND_BOOL(entry, "empty", empty);
+    }
+    bool keep = matcher == nullptr || matcher->Matches(entry);
+    if (keep) {
+      const char* key;
+      bson_uint32_to_string(i++, &key, keybuf, sizeof keybuf);
+      BSON_APPEND_DOCUMENT(&arr, key, entry);
+      total += size;
+    }
+    bson_destroy(entry);
   }
   bson_append_array_end(reply, &arr);
+  if (!name_only) {
+    BSON_APPEND_INT64(reply, "totalSize", total);
+    BSON_APPEND_INT64(reply, "totalSizeMb", total / (1024 * 1024));
+  }
+  return Status::OK();
+}
+
+// dbStats: MongoDB's shape over CollectionStats; scale divides the sizes.
+Status DbStatsCommand(CommandContext& ctx, bson_t* reply) {
+  int64_t scale = 1;
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "scale") return ReadInt64(it, "dbStats.scale", &scale);
+    if (key == "freeStorage") return Status::OK();
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (scale <= 0) return Status(ErrorCode::kBadValue, "Scale factor must be greater than zero");
+  int64_t collections = 0, objects = 0, data = 0, storage = 0, indexes = 0, index_size = 0;
+  for (const CollectionInfo& info : ctx.db->ListCollections(ctx.db_name)) {
+    auto stats = ctx.db->CollectionStats(info.ns);
+    if (!stats.ok()) continue;
+    ++collections;
+    objects += stats->count;
+    data += static_cast<int64_t>(stats->data_bytes);
+    storage += static_cast<int64_t>(stats->storage_bytes);
+    indexes += stats->num_indexes;
+    index_size += static_cast<int64_t>(stats->index_bytes);
+  }
+  BSON_APPEND_UTF8(reply, "db", ctx.db_name.c_str());
+  BSON_APPEND_INT64(reply, "collections", collections);
+  BSON_APPEND_INT64(reply, "views", 0);
+  BSON_APPEND_INT64(reply, "objects", objects);
+  BSON_APPEND_DOUBLE(reply, "avgObjSize", objects > 0 ? static_cast<double>(data) / objects : 0.0);
+  BSON_APPEND_DOUBLE(reply, "dataSize", static_cast<double>(data) / scale);
+  BSON_APPEND_DOUBLE(reply, "storageSize", static_cast<double>(storage) / scale);
+  BSON_APPEND_INT64(reply, "indexes", indexes);
+  BSON_APPEND_DOUBLE(reply, "indexSize", static_cast<double>(index_size) / scale);
+  BSON_APPEND_DOUBLE(reply, "totalSize", static_cast<double>(storage + index_size) / scale);
+  BSON_APPEND_INT64(reply, "scaleFactor", scale);
+  return Status::OK();
+}
+
+// collStats (deprecated in MongoDB 6.2 for $collStats, still answered).
+Status CollStatsCommand(CommandContext& ctx, bson_t* reply) {
+  Namespace ns;
+  RETURN_IF_ERROR(ReadCollectionName(ctx, &ns));
+  int64_t scale = 1;
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "scale") return ReadInt64(it, "collStats.scale", &scale);
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (scale <= 0) return Status(ErrorCode::kBadValue, "Scale factor must be greater than zero");
+  ASSIGN_OR_RETURN(CollectionStatsResult stats, ctx.db->CollectionStats(ns));
+  BSON_APPEND_UTF8(reply, "ns", ns.full().c_str());
+  BSON_APPEND_INT64(reply, "count", stats.count);
+  BSON_APPEND_INT64(reply, "size", static_cast<int64_t>(stats.data_bytes) / scale);
+  BSON_APPEND_INT64(reply, "avgObjSize", stats.count > 0 ? static_cast<int64_t>(stats.data_bytes) / stats.count : 0);
+  BSON_APPEND_INT64(reply, "storageSize", static_cast<int64_t>(stats.storage_bytes) / scale);
+  BSON_APPEND_INT64(reply, "nindexes", stats.num_indexes);
+  BSON_APPEND_INT64(reply, "totalIndexSize", static_cast<int64_t>(stats.index_bytes) / scale);
+  BSON_APPEND_INT64(reply, "totalSize", static_cast<int64_t>(stats.storage_bytes + stats.index_bytes) / scale);
+  BSON_APPEND_INT64(reply, "scaleFactor", scale);
+  BSON_APPEND_BOOL(reply, "capped", false);
   return Status::OK();
 }
 

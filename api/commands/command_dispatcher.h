@@ -124,6 +124,8 @@ Status DropCommand(CommandContext& ctx, bson_t* reply);
 Status DropDatabaseCommand(CommandContext& ctx, bson_t* reply);
 Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply);
 Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply);
+Status DbStatsCommand(CommandContext& ctx, bson_t* reply);
+Status CollStatsCommand(CommandContext& ctx, bson_t* reply);
 Status CollModCommand(CommandContext& ctx, bson_t* reply);
 
 // What drivers and shells ask of a server (server_commands.cc).

@@ -79,6 +79,10 @@ class DBImpl {
   // Errors: NamespaceNotFound, InvalidOptions.
   Status ModifyCollection(const Namespace& ns, const CollectionOptions& options);
   std::vector<std::string> ListDatabases() const;
+  // What a collection holds, for dbStats and collStats: an exact count and
+  // data size (one key-ordered pass over its documents) and RocksDB's size
+  // estimates.  Errors: NamespaceNotFound.
+  StatusOr<CollectionStatsResult> CollectionStats(const Namespace& ns);
   // Drops every collection of `db`.
   Status DropDatabase(const std::string& db);
 

@@ -248,6 +248,15 @@ struct DistinctRequest {
   WriteScope* scope = nullptr;
 };
 
+// dbStats / collStats / listDatabases: what one collection holds.
+struct CollectionStatsResult {
+  int64_t count = 0;           // documents
+  uint64_t data_bytes = 0;     // their BSON, uncompressed
+  uint64_t storage_bytes = 0;  // RocksDB's estimate for their keys (files and memtables)
+  uint64_t index_bytes = 0;    // the same for their secondary index entries
+  int num_indexes = 1;         // _id_ included
+};
+
 struct CreateIndexesResult {
   int num_indexes_before = 0;  // _id_ included
   int num_indexes_after = 0;

@@ -17,6 +17,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config libasio-dev libisal-dev
   librocksdb-dev libbson-dev libxxhash-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
+  python3-pymongo libmongoc-dev
 )
 
 install_missing() {

@@ -2,7 +2,8 @@
 # The project's one entry point on a Debian 12 machine.
 #
 #   bash scripts/gatedb.sh demo    install what is missing, build, run `gatedb demo`
-#   bash scripts/gatedb.sh test    install what is missing, build, run every test (ctest)
+#   bash scripts/gatedb.sh test    install what is missing (and the test clients:
+#                                  scripts/install_clients.sh), build, run every test (ctest)
 #   bash scripts/gatedb.sh build   install what is missing, build
 #
 # Installing needs root (apt-get); it is skipped when every package is there.
@@ -47,6 +48,7 @@ case "${1:-}" in
     ;;
   test)
     install_missing
+    bash scripts/install_clients.sh  # the real clients the wire-server tests use
     build
     ctest --test-dir "$BUILD_DIR" -j"$(nproc)" --output-on-failure
     ;;

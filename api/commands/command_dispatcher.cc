@@ -7,6 +7,7 @@
 #include "api/commands/command_util.h"
 #include "api/src/txn_manager.h"
 #include "engine/storage/db_impl.h"
+#include "engine/storage/idempotency.h"
 
 namespace gatedb {
 
@@ -61,6 +62,7 @@ const CommandEntry kCommands[] = {
     {"hostInfo", commands::HostInfoCommand},
     {"serverStatus", commands::ServerStatusCommand},
     {"connectionStatus", commands::ConnectionStatusCommand},
+    {"replSetGetStatus", commands::ReplSetGetStatusCommand},
     {"whatsmyuri", commands::WhatsMyUriCommand},
     {"getCmdLineOpts", commands::GetCmdLineOptsCommand},
     {"endSessions", commands::EndSessionsCommand},
@@ -105,7 +107,7 @@ std::string SessionTaskId(const std::string& lsid_bytes) {
       out->push_back(kHex[p[i] & 0xF]);
     }
   };
-  std::string out = "lsid:";
+  std::string out = IdempotencyLog::kSessionTaskPrefix;
   bson_t lsid;
   if (!bson_init_static(&lsid, reinterpret_cast<const uint8_t*>(lsid_bytes.data()), lsid_bytes.size())) {
     hex(reinterpret_cast<const uint8_t*>(lsid_bytes.data()), lsid_bytes.size(), &out);
@@ -278,6 +280,8 @@ Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client) {
     // A retryable write: (lsid, txnNumber) is its idempotency key, so the
     // driver's retry after a lost reply gets the first reply back.
     if (session.txn_number && IsRetryableWriteName(ctx.command_name)) {
+      Status order = txns_->NoteRetryableWrite(session.lsid, *session.txn_number);
+      if (!order.ok()) return ErrorReply(order);
       ctx.retry_task_id = SessionTaskId(session.lsid);
       ctx.retry_write_seq = *session.txn_number;
     }

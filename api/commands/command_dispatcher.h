@@ -134,6 +134,7 @@ Status GetLogCommand(CommandContext& ctx, bson_t* reply);
 Status HostInfoCommand(CommandContext& ctx, bson_t* reply);
 Status ServerStatusCommand(CommandContext& ctx, bson_t* reply);
 Status ConnectionStatusCommand(CommandContext& ctx, bson_t* reply);
+Status ReplSetGetStatusCommand(CommandContext& ctx, bson_t* reply);
 Status WhatsMyUriCommand(CommandContext& ctx, bson_t* reply);
 Status GetCmdLineOptsCommand(CommandContext& ctx, bson_t* reply);
 Status EndSessionsCommand(CommandContext& ctx, bson_t* reply);

@@ -1,6 +1,7 @@
 #include "api/commands/command_util.h"
 
 #include "engine/document/bson_compare.h"
+#include "engine/storage/idempotency.h"
 
 #include <cmath>
 #include <cstring>
@@ -83,6 +84,11 @@ Status ReadWriteContext(const bson_iter_t* it, WriteContext* out) {
       RETURN_IF_ERROR(ReadString(&f, "writeContext.agentId", &out->agent_id));
     } else if (k == "taskId") {
       RETURN_IF_ERROR(ReadString(&f, "writeContext.taskId", &out->task_id));
+      if (out->task_id.rfind(IdempotencyLog::kSessionTaskPrefix, 0) == 0) {
+        return Status(ErrorCode::kBadValue, std::string("writeContext.taskId may not start with '") +
+                                                IdempotencyLog::kSessionTaskPrefix +
+                                                "': that prefix names the retryable writes of driver sessions");
+      }
     } else if (k == "source") {
       RETURN_IF_ERROR(ReadString(&f, "writeContext.source", &out->source));
     } else if (k == "writeSeq") {

@@ -254,6 +254,33 @@ Status ServerStatusCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
+// rs.status(): the one member, primary.  In process there is no replica
+// set, as on a standalone mongod.
+Status ReplSetGetStatusCommand(CommandContext& ctx, bson_t* reply) {
+  if (ctx.client == nullptr) return Status(ErrorCode::kNoReplicationEnabled, "not running with --replSet");
+  const int64_t now = NowMillis();
+  BSON_APPEND_UTF8(reply, "set", ctx.client->set_name.c_str());
+  BSON_APPEND_DATE_TIME(reply, "date", now);
+  BSON_APPEND_INT32(reply, "myState", 1);
+  BSON_APPEND_INT32(reply, "term", 1);
+  BSON_APPEND_INT32(reply, "heartbeatIntervalMillis", 2000);
+  BSON_APPEND_INT32(reply, "majorityVoteCount", 1);
+  BSON_APPEND_INT32(reply, "writeMajorityCount", 1);
+  BSON_APPEND_INT32(reply, "votingMembersCount", 1);
+  bson_t members, m;
+  BSON_APPEND_ARRAY_BEGIN(reply, "members", &members);
+  BSON_APPEND_DOCUMENT_BEGIN(&members, "0", &m);
+  BSON_APPEND_INT32(&m, "_id", 0);
+  BSON_APPEND_UTF8(&m, "name", ctx.client->me.c_str());
+  BSON_APPEND_DOUBLE(&m, "health", 1.0);
+  BSON_APPEND_INT32(&m, "state", 1);
+  BSON_APPEND_UTF8(&m, "stateStr", "PRIMARY");
+  BSON_APPEND_BOOL(&m, "self", true);
+  bson_append_document_end(&members, &m);
+  bson_append_array_end(reply, &members);
+  return Status::OK();
+}
+
 Status ConnectionStatusCommand(CommandContext& ctx, bson_t* reply) {
   bson_iter_t it;
   bool privileges = bson_iter_init_find(&it, ctx.cmd, "showPrivileges") && bson_iter_as_bool(&it);

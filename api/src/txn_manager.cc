@@ -1,5 +1,7 @@
 #include "api/src/txn_manager.h"
 
+#include <algorithm>
+
 namespace gatedb {
 
 namespace {
@@ -254,21 +256,46 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForEnd(const std::strin
   return it->second.txn;
 }
 
+Status TxnManager::NoteRetryableWrite(const std::string& lsid, int64_t txn_number) {
+  std::shared_ptr<Transaction::Impl> old;
+  {
+    MutexLock lock(&mu_);
+    Session& s = sessions_[lsid];
+    s.last_use_ms = db_->NowMs();
+    if (txn_number < s.txn_number) {
+      return Status(ErrorCode::kTransactionTooOld, "Retryable write with txnNumber " + std::to_string(txn_number) +
+                                                       " is prohibited on session because a newer retryable write "
+                                                       "with txnNumber " +
+                                                       std::to_string(s.txn_number) + " has already started");
+    }
+    if (txn_number > s.txn_number) {
+      old = std::move(s.txn);
+      s.txn_number = txn_number;
+    }
+  }
+  if (old) Abort(old.get()).PermitUnchecked();  // a newer txnNumber ends the open transaction
+  return Status::OK();
+}
+
 size_t TxnManager::EndSessions(const std::vector<std::string>& lsids, bool all) {
   std::vector<std::shared_ptr<Transaction::Impl>> open;
   {
     MutexLock lock(&mu_);
-    auto take = [&](std::map<std::string, Session>::iterator it) {
-      if (it->second.txn) open.push_back(std::move(it->second.txn));
-      return sessions_.erase(it);
-    };
+    std::vector<std::map<std::string, Session>::iterator> ending;
     if (all) {
-      for (auto it = sessions_.begin(); it != sessions_.end();) it = take(it);
+      for (auto it = sessions_.begin(); it != sessions_.end(); ++it) ending.push_back(it);
     } else {
       for (const std::string& lsid : lsids) {
         auto it = sessions_.find(lsid);
-        if (it != sessions_.end()) take(it);
+        // A list may name a session twice: erase it once.
+        if (it != sessions_.end() && std::find(ending.begin(), ending.end(), it) == ending.end()) {
+          ending.push_back(it);
+        }
       }
+    }
+    for (auto it : ending) {
+      if (it->second.txn) open.push_back(std::move(it->second.txn));
+      sessions_.erase(it);
     }
   }
   size_t aborted = 0;

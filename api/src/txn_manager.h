@@ -104,6 +104,12 @@ class TxnManager {
   StatusOr<std::shared_ptr<Transaction::Impl>> ForEnd(const std::string& lsid, int64_t txn_number)
       GATEDB_EXCLUDES(mu_);
 
+  // A retryable write of `txn_number` in session `lsid` (outside a
+  // transaction): an older number than the session's newest is
+  // TransactionTooOld, as in MongoDB; a newer one becomes the session's
+  // newest and aborts its open transaction; the same number is a retry.
+  Status NoteRetryableWrite(const std::string& lsid, int64_t txn_number) GATEDB_EXCLUDES(mu_);
+
   // endSessions / killSessions: forgets the sessions `lsids` (all sessions
   // when `all`), aborting their open transactions.  Returns how many
   // transactions it aborted.

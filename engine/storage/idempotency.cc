@@ -1,5 +1,6 @@
 #include "engine/storage/idempotency.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/util/rocks_status.h"
@@ -119,13 +120,17 @@ void IdempotencyLog::Release(const std::string& key) {
 }
 
 StatusOr<uint64_t> IdempotencyLog::Collect() {
-  int64_t cutoff = clock_ms_() - retention_ms_;
+  const int64_t now = clock_ms_();
+  const int64_t cutoff = now - retention_ms_;
+  const int64_t session_cutoff = now - std::min(retention_ms_, kSessionRecordRetentionMs);
+  const rocksdb::Slice session_prefix(kSessionTaskPrefix, sizeof(kSessionTaskPrefix) - 1);
   uint64_t collected = 0;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
   rocksdb::WriteBatch batch;
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     IdempotencyRecord rec;
-    if (!DecodeRecord(it->value(), &rec).ok() || rec.at_ms < cutoff) {
+    const int64_t limit = it->key().starts_with(session_prefix) ? session_cutoff : cutoff;
+    if (!DecodeRecord(it->value(), &rec).ok() || rec.at_ms < limit) {
       batch.Delete(cf_, it->key());
       ++collected;
       if (batch.Count() >= 1000) {

@@ -47,6 +47,14 @@ struct IdempotencyRecord {
 class IdempotencyLog {
  public:
   static constexpr char kColumnFamily[] = "idempotency";
+  // Task ids of retryable writes sent by drivers: "lsid:" + the session id
+  // (api/commands).  A driver retries within its session's lifetime
+  // (logicalSessionTimeoutMinutes, 30), so these records are collected
+  // after kSessionRecordRetentionMs, not the full retention: every driver
+  // write is a retryable write, and MongoDB too keeps only what a retry
+  // can still ask for.
+  static constexpr char kSessionTaskPrefix[] = "lsid:";
+  static constexpr int64_t kSessionRecordRetentionMs = 60LL * 60 * 1000;
 
   IdempotencyLog(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, int64_t retention_ms,
                  std::function<int64_t()> clock_ms);

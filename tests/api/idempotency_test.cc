@@ -34,11 +34,11 @@ Document WithoutReplayed(const Document& reply) {
 class IdempotencyTest : public ::testing::Test {
  protected:
   void SetUp() override { Reopen(); }
-  void Reopen() {
+  void Reopen(int64_t retention_sec = 3600) {
     db_.reset();
     Options o;
     o.clock_ms = [this] { return now_ms_.load(); };
-    o.idempotency_retention_sec = 3600;
+    o.idempotency_retention_sec = retention_sec;
     auto db = Database::Open(dir_.path(), o);
     ASSERT_OK(db);
     db_ = std::move(db).value();
@@ -149,6 +149,34 @@ TEST_F(IdempotencyTest, KeysExpireAfterTheRetention) {
   // keys are what protect a retry this late).
   EXPECT_FALSE(Replayed(Run(cmd)));
   EXPECT_EQ(Counter(), 2);
+}
+
+// A driver's retryable writes (lsid + txnNumber) are kept for an hour, as
+// long as a retry within the session's lifetime can ask; other keys for
+// the whole retention.  "lsid:" task ids are the sessions' own.
+TEST_F(IdempotencyTest, SessionRecordsExpireAfterAnHour) {
+  Reopen(7 * 24 * 3600);
+  Run(R"({"insert": "k", "documents": [{"_id": "c", "n": 0}]})");
+  const char* session_cmd = R"({"update": "k", "updates": [{"q": {"_id": "c"}, "u": {"$inc": {"n": 1}}}],
+      "lsid": {"id": {"$binary": {"base64": "AAECAwQFBgcICQoLDA0ODw==", "subType": "04"}}}, "txnNumber": 1})";
+  const char* task_cmd = R"({"update": "k", "updates": [{"q": {"_id": "c"}, "u": {"$inc": {"n": 1}}}], "writeContext": {"taskId": "t", "writeSeq": 1}})";
+  Run(session_cmd);
+  Run(task_cmd);
+  EXPECT_TRUE(Replayed(Run(session_cmd)));
+  now_ms_ += 30 * 60 * 1000;  // within the hour: both stay
+  auto collected = db_->CollectIdempotencyRecords();
+  ASSERT_OK(collected);
+  EXPECT_EQ(*collected, 0u);
+  EXPECT_TRUE(Replayed(Run(session_cmd)));
+  now_ms_ += 31 * 60 * 1000;  // past the hour: the session's goes, the task's stays
+  collected = db_->CollectIdempotencyRecords();
+  ASSERT_OK(collected);
+  EXPECT_EQ(*collected, 1u);  // the session's
+  EXPECT_TRUE(Replayed(Run(task_cmd)));
+  EXPECT_FALSE(Replayed(Run(session_cmd)));
+  EXPECT_EQ(Counter(), 3);
+  Document bad = Run(R"({"insert": "k", "documents": [{"_id": 9}], "writeContext": {"taskId": "lsid:mine", "writeSeq": 1}})");
+  EXPECT_EQ(Str(bad.bson(), "codeName"), "BadValue") << bad.ToJson();
 }
 
 TEST_F(IdempotencyTest, PartialSuccessIsStoredAsGiven) {

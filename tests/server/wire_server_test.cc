@@ -556,6 +556,10 @@ TEST_F(WireServerTest, ServerCommandsDescribeTheServer) {
   EXPECT_EQ(test::StrAt(opts.bson(), "parsed.replication.replSetName"), "gatedb");
   Document h = Run(c, R"({"hostInfo": 1, "$db": "admin"})");
   EXPECT_GT(test::IntAt(h.bson(), "system.numCores"), 0);
+  Document rs = Run(c, R"({"replSetGetStatus": 1, "$db": "admin"})");
+  EXPECT_EQ(test::StrAt(rs.bson(), "set"), "gatedb");
+  EXPECT_EQ(test::StrAt(rs.bson(), "members.0.stateStr"), "PRIMARY");
+  EXPECT_EQ(test::StrAt(rs.bson(), "members.0.name"), "127.0.0.1:" + std::to_string(port_));
   Document cs = Run(c, R"({"connectionStatus": 1, "$db": "admin"})");
   EXPECT_TRUE(test::HasPath(cs.bson(), "authInfo.authenticatedUsers"));
 }

@@ -5,11 +5,14 @@
 // at the snapshot the aggregate's own find reads (outside a transaction, a
 // RocksDB snapshot the aggregate holds), and $out and $merge write through
 // Update, Insert and Delete: the write gate, per document.
+#include <cstring>
 #include <limits>
 
 #include "engine/agg/pipeline.h"
+#include "engine/agg/stage.h"
 #include "engine/document/bson_compare.h"
 #include "engine/index/index_spec.h"
+#include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/doc_util.h"
@@ -286,6 +289,28 @@ class DBImpl::AggregateSource : public CursorSource {
   // Parses the pipeline; `leading` gets its find part.
   Status Parse(const AggregateRequest& req, FindRequest* leading) {
     RETURN_IF_ERROR(ValidateNamespace(req.ns));
+    // A leading $collStats is the pipeline's source: one document about the
+    // collection; the rest of the pipeline runs over it.
+    Document rest;
+    const bson_t* stages = req.pipeline.bson();
+    {
+      bson_iter_t it, st;
+      if (bson_iter_init(&it, stages) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+          bson_iter_recurse(&it, &st) && bson_iter_next(&st) && std::strcmp(bson_iter_key(&st), "$collStats") == 0) {
+        ASSIGN_OR_RETURN(Document stats, CollStatsDocument(req.ns, &st));
+        collstats_.push_back(std::move(stats));
+        bson_t* tail = bson_new();
+        uint32_t i = 0;
+        char keybuf[16];
+        while (bson_iter_next(&it)) {
+          const char* k;
+          size_t klen = bson_uint32_to_string(i++, &k, keybuf, sizeof keybuf);
+          bson_append_iter(tail, k, static_cast<int>(klen), &it);
+        }
+        rest = Document::Adopt(tail);
+        stages = rest.bson();
+      }
+    }
     host_ = std::make_unique<AggregateHost>(db_, req);
     host_->set_db(req.ns.db);
     host_->set_allow_disk_use(req.allow_disk_use);
@@ -298,7 +323,7 @@ class DBImpl::AggregateSource : public CursorSource {
     opts.in_transaction = req.scope != nullptr;
     opts.db = req.ns.db;
     if (!req.let.empty()) RETURN_IF_ERROR(agg::BindLet(req.let.bson(), &opts));
-    ASSIGN_OR_RETURN(pipeline_, agg::Pipeline::Parse(req.pipeline.bson(), opts));
+    ASSIGN_OR_RETURN(pipeline_, agg::Pipeline::Parse(stages, opts));
     agg::LeadingQuery q = pipeline_->TakeLeadingQuery();
     leading->ns = req.ns;
     leading->filter = std::move(q.filter);
@@ -317,6 +342,17 @@ class DBImpl::AggregateSource : public CursorSource {
   Status Open(const AggregateRequest& req) {
     FindRequest find;
     RETURN_IF_ERROR(Parse(req, &find));
+    if (!collstats_.empty()) {
+      // The stages after $collStats run over its one document; a $match
+      // right behind it was taken as the leading query: apply it here (a
+      // sort or limit of one document changes nothing).
+      if (!find.filter.empty()) {
+        ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> m, query::Matcher::Parse(find.filter.bson()));
+        if (!m->Matches(collstats_[0].bson())) collstats_.clear();
+      }
+      pipeline_->SetSource(std::make_unique<agg::VectorStream>(&collstats_));
+      return Status::OK();
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<CursorSource> source, db_->OpenFind(find));
     pipeline_->SetSource(std::make_unique<FindStream>(std::move(source), host_->deadline()));
     return Status::OK();
@@ -333,6 +369,66 @@ class DBImpl::AggregateSource : public CursorSource {
   }
 
   bool exhausted() const override { return done_ && !pending_; }
+
+  // $collStats: {storageStats: {scale}, count: {}}; latencyStats and
+  // queryExecStats (which need per-operation counters gatedb does not keep)
+  // are refused by name.
+  StatusOr<Document> CollStatsDocument(const Namespace& ns, bson_iter_t* spec) {
+    if (!BSON_ITER_HOLDS_DOCUMENT(spec)) {
+      return Status(ErrorCode::kTypeMismatch, "$collStats must take a nested object");
+    }
+    bool storage = false, count = false;
+    int64_t scale = 1;
+    bson_iter_t f;
+    bson_iter_recurse(spec, &f);
+    while (bson_iter_next(&f)) {
+      std::string_view k = bson_iter_key(&f);
+      if (k == "storageStats") {
+        storage = true;
+        bson_iter_t o;
+        if (BSON_ITER_HOLDS_DOCUMENT(&f) && bson_iter_recurse(&f, &o) && bson_iter_find(&o, "scale")) {
+          if (!BSON_ITER_HOLDS_NUMBER(&o) || bson_iter_as_int64(&o) <= 0) {
+            return Status(ErrorCode::kBadValue, "scale factor must be a positive number");
+          }
+          scale = bson_iter_as_int64(&o);
+        }
+      } else if (k == "count") {
+        count = true;
+      } else if (k == "latencyStats" || k == "queryExecStats") {
+        return Status(ErrorCode::kBadValue, "$collStats " + std::string(k) + " is not supported by gatedb");
+      } else {
+        return Status(ErrorCode::kLocation40415, "BSON field '$collStats." + std::string(k) + "' is an unknown field.");
+      }
+    }
+    ASSIGN_OR_RETURN(CollectionStatsResult st, db_->CollectionStats(ns));
+    bson_t* out = bson_new();
+    BSON_APPEND_UTF8(out, "ns", ns.full().c_str());
+    BSON_APPEND_DATE_TIME(out, "localTime", db_->NowMs());
+    if (storage) {
+      bson_t ss, sizes;
+      BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
+      BSON_APPEND_INT64(&ss, "size", static_cast<int64_t>(st.data_bytes) / scale);
+      BSON_APPEND_INT64(&ss, "count", st.count);
+      BSON_APPEND_INT64(&ss, "avgObjSize", st.count > 0 ? static_cast<int64_t>(st.data_bytes) / st.count : 0);
+      BSON_APPEND_INT64(&ss, "storageSize", static_cast<int64_t>(st.storage_bytes) / scale);
+      BSON_APPEND_INT64(&ss, "freeStorageSize", 0);
+      BSON_APPEND_BOOL(&ss, "capped", false);
+      BSON_APPEND_INT64(&ss, "nindexes", st.num_indexes);
+      BSON_APPEND_INT64(&ss, "totalIndexSize", static_cast<int64_t>(st.index_bytes) / scale);
+      BSON_APPEND_INT64(&ss, "totalSize", static_cast<int64_t>(st.storage_bytes + st.index_bytes) / scale);
+      BSON_APPEND_DOCUMENT_BEGIN(&ss, "indexSizes", &sizes);
+      bson_append_document_end(&ss, &sizes);
+      BSON_APPEND_INT64(&ss, "scaleFactor", scale);
+      bson_append_document_end(out, &ss);
+    }
+    if (count) {
+      bson_t c;
+      BSON_APPEND_DOCUMENT_BEGIN(out, "count", &c);
+      BSON_APPEND_INT64(&c, "count", st.count);
+      bson_append_document_end(out, &c);
+    }
+    return Document::Adopt(out);
+  }
 
   agg::Pipeline* pipeline() { return pipeline_.get(); }
 
@@ -371,6 +467,7 @@ class DBImpl::AggregateSource : public CursorSource {
   DBImpl* db_;
   std::unique_ptr<AggregateHost> host_;  // declared before pipeline_: destroyed after it
   std::unique_ptr<agg::Pipeline> pipeline_;
+  std::vector<Document> collstats_;  // $collStats' one document, when it leads
   bool done_ = false;
   bool pending_ = false;
   Document pending_doc_;

@@ -120,6 +120,10 @@ StatusOr<Request> ParseMsg(const MessageHeader& h, const uint8_t* msg, size_t le
       Sequence seq;
       if (!sec.ReadCString(&seq.identifier)) return Protocol("a document sequence's identifier is not terminated");
       if (seq.identifier.empty()) return Protocol("a document sequence has an empty identifier");
+      // The identifier becomes a field name of the command.
+      if (!bson_utf8_validate(seq.identifier.data(), seq.identifier.size(), false)) {
+        return Status(ErrorCode::kInvalidBSON, "a document sequence's identifier is not valid UTF-8");
+      }
       while (sec.remaining() > 0) {
         const uint8_t* d = nullptr;
         size_t n = 0;

@@ -133,6 +133,12 @@ TEST(WireMessageTest, MalformedSectionsAreProtocolErrors) {
     m.append("abc");
     EXPECT_THAT(Parse(WithLength(m)), StatusIs(ErrorCode::kProtocolError));
   }
+  // An identifier that is not UTF-8 (found by fuzz_wire_message): it
+  // would become a field name.
+  {
+    std::string m = OpMsg(1, body.bson(), 0, std::string("documen\xbcs"), {d.bson()});
+    EXPECT_THAT(Parse(m), StatusIs(ErrorCode::kInvalidBSON));
+  }
   // A sequence named like a body field, and two sequences of one name.
   {
     Document b2 = Json(R"({"insert": "c", "documents": []})");

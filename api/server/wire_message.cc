@@ -197,6 +197,10 @@ StatusOr<Request> ParseQuery(const MessageHeader& h, const uint8_t* msg, size_t 
     return Protocol("OP_QUERY is supported only for commands (<db>.$cmd), not '" + std::string(ns) + "'");
   }
   std::string db(ns.substr(0, ns.size() - kCmd.size()));
+  // The database name becomes the command's $db string.
+  if (!bson_utf8_validate(db.data(), db.size(), false)) {
+    return Status(ErrorCode::kInvalidBSON, "OP_QUERY's collection name is not valid UTF-8");
+  }
   bson_t query;
   bson_init_static(&query, q, qlen);
   // The legacy wrapped form {$query: {...}, $readPreference: ...}.

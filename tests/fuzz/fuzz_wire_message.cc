@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api/server/wire_message.h"
+#include "engine/document/validate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (1u << 20)) return 0;
@@ -24,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!req.ok()) return 0;
   const bson_t* cmd = req->command.bson();
   size_t off = 0;
-  if (!bson_validate(cmd, BSON_VALIDATE_NONE, &off)) {
+  if (!bson_validate(cmd, BSON_VALIDATE_NONE, &off) ||
+      !gatedb::ValidateIncoming(bson_get_data(cmd), cmd->len).ok()) {
     std::fprintf(stderr, "FUZZ INVARIANT FAILED: a parsed command is not valid BSON\n");
     std::abort();
   }

@@ -231,6 +231,8 @@ TEST(WireMessageTest, OpQueryHandshake) {
   // Not a command namespace, no terminator, truncated.
   EXPECT_THAT(Parse(OpQuery("test.c", q.bson())), StatusIs(ErrorCode::kProtocolError));
   EXPECT_THAT(Parse(OpQuery(".$cmd", q.bson())), StatusIs(ErrorCode::kProtocolError));
+  // A database name that is not UTF-8 (found by fuzz_wire_message).
+  EXPECT_THAT(Parse(OpQuery("admi\xff\xffn.$cmd", q.bson())), StatusIs(ErrorCode::kInvalidBSON));
   std::string m = OpQuery("admin.$cmd", q.bson());
   EXPECT_THAT(Parse(WithLength(m.substr(0, 24))), StatusIs(ErrorCode::kProtocolError));
   EXPECT_THAT(Parse(WithLength(m.substr(0, m.size() - 3))), StatusIs(ErrorCode::kProtocolError));

@@ -40,6 +40,11 @@ std::string NowIso() {
   return buf;
 }
 
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string EndpointString(const tcp::endpoint& e) {
   asio::ip::address a = e.address();
   if (a.is_v6()) return "[" + a.to_string() + "]:" + std::to_string(e.port());
@@ -85,8 +90,13 @@ struct WireServer::Impl final : public ServerInfo {
   CommandDispatcher* dispatcher = nullptr;
   ServerOptions opts;
 
-  asio::io_context io;
-  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  // One io_context per I/O thread: a connection lives on one of them, so
+  // its handlers never hop between I/O threads.  ios[0] also runs the
+  // listeners and the deadline sweep.
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> works;
+  std::atomic<size_t> next_io{0};
+  std::unique_ptr<asio::steady_timer> sweep_timer;
   std::unique_ptr<asio::thread_pool> workers;
   std::vector<std::thread> io_threads;
   std::vector<std::unique_ptr<tcp::acceptor>> tcp_acceptors;
@@ -142,6 +152,10 @@ struct WireServer::Impl final : public ServerInfo {
 
   template <typename Acceptor>
   void Accept(Acceptor* acceptor);
+
+  // Every few milliseconds: close the connections whose current wait
+  // (idle, a message's read, a reply's write) is past its deadline.
+  void ScheduleSweep();
 
   // ServerInfo.
   void AppendServerStatus(bson_t* reply) const override {
@@ -213,6 +227,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual void RequestStop() = 0;
   // From any thread: close now.
   virtual void ForceClose() = 0;
+  // From the deadline sweep: close if the current wait is overdue.
+  virtual void Sweep(int64_t now_ms) = 0;
 };
 
 template <typename Protocol>
@@ -221,7 +237,7 @@ class StreamConnection final : public Connection {
   using Socket = typename Protocol::socket;
 
   StreamConnection(WireServer::Impl* server, Strand strand, Socket socket, ClientInfo client)
-      : server_(server), strand_(strand), socket_(std::move(socket)), timer_(strand), client_(std::move(client)) {}
+      : server_(server), strand_(strand), socket_(std::move(socket)), client_(std::move(client)) {}
 
   int64_t client_id() const { return client_.connection_id; }
 
@@ -247,6 +263,20 @@ class StreamConnection final : public Connection {
     asio::post(strand_, [this, self] { Close("the server is shutting down"); });
   }
 
+  // From the deadline sweep (another thread): when the current wait has
+  // passed its deadline, close on the strand (where it is checked again:
+  // the wait may have ended meanwhile).
+  void Sweep(int64_t now_ms) override {
+    int64_t d = deadline_ms_.load(std::memory_order_relaxed);
+    if (d == 0 || now_ms < d) return;
+    auto self = Self();
+    asio::post(strand_, [this, self] {
+      int64_t due = deadline_ms_.load(std::memory_order_relaxed);
+      if (state_ == State::kClosed || due == 0 || SteadyMs() < due) return;
+      Close(std::string(deadline_what_) + " after " + std::to_string(deadline_limit_) + " ms");
+    });
+  }
+
  private:
   enum class State { kIdle, kReading, kRunning, kWriting, kClosed };
 
@@ -254,21 +284,13 @@ class StreamConnection final : public Connection {
 
   std::string Prefix() const { return "conn " + std::to_string(client_.connection_id) + " from " + client_.peer; }
 
-  // One timer guards whichever wait is current; a generation number
-  // makes a stale expiry harmless.
-  void Arm(int64_t ms, const char* what) {
-    ++timer_gen_;
-    if (ms <= 0) {
-      timer_.cancel();
-      return;
-    }
-    timer_.expires_after(std::chrono::milliseconds(ms));
-    uint64_t gen = timer_gen_;
-    auto self = Self();
-    timer_.async_wait([this, self, gen, what, ms](const asio::error_code& ec) {
-      if (ec || gen != timer_gen_ || state_ == State::kClosed) return;
-      Close(std::string(what) + " after " + std::to_string(ms) + " ms");
-    });
+  // The current wait's deadline (0: none), checked by the server's sweep
+  // every few milliseconds rather than by a timer armed per message: that
+  // would cost two timerfd calls a request.
+  void SetDeadline(int64_t ms, const char* what) {
+    deadline_what_ = what;
+    deadline_limit_ = ms;
+    deadline_ms_.store(ms > 0 ? SteadyMs() + ms : 0, std::memory_order_relaxed);
   }
 
   void ReadStart() {
@@ -278,7 +300,7 @@ class StreamConnection final : public Connection {
     }
     state_ = State::kIdle;
     have_ = 0;
-    Arm(server_->opts.idle_timeout_ms, "idle timeout");
+    SetDeadline(server_->opts.idle_timeout_ms, "idle timeout");
     ReadHeader();
   }
 
@@ -297,7 +319,7 @@ class StreamConnection final : public Connection {
     server_->bytes_in += n;
     if (have_ == 0 && n > 0) {
       state_ = State::kReading;
-      Arm(server_->opts.read_timeout_ms, "read timeout");
+      SetDeadline(server_->opts.read_timeout_ms, "read timeout");
     }
     have_ += n;
     if (have_ < kHeaderSize) {
@@ -331,7 +353,7 @@ class StreamConnection final : public Connection {
   }
 
   void OnMessage() {
-    Arm(0, "");
+    SetDeadline(0, "");
     state_ = State::kRunning;
     ++server_->requests;
     auto self = Self();
@@ -398,7 +420,7 @@ class StreamConnection final : public Connection {
       return;
     }
     state_ = State::kWriting;
-    Arm(server_->opts.read_timeout_ms, "write timeout");
+    SetDeadline(server_->opts.read_timeout_ms, "write timeout");
     auto self = Self();
     asio::async_write(socket_, asio::buffer(reply_), [this, self](const asio::error_code& ec, size_t n) {
       if (state_ == State::kClosed) return;
@@ -417,8 +439,7 @@ class StreamConnection final : public Connection {
     state_ = State::kClosed;
     // The reason is logged before the client can see the close.
     if (!why.empty()) server_->Log(Prefix() + ": closing: " + why);
-    ++timer_gen_;
-    timer_.cancel();
+    deadline_ms_.store(0, std::memory_order_relaxed);
     asio::error_code ignored;
     socket_.shutdown(asio::socket_base::shutdown_both, ignored);
     socket_.close(ignored);
@@ -431,10 +452,11 @@ class StreamConnection final : public Connection {
   WireServer::Impl* const server_;
   Strand strand_;
   Socket socket_;
-  asio::steady_timer timer_;
   ClientInfo client_;
   State state_ = State::kIdle;
-  uint64_t timer_gen_ = 0;
+  std::atomic<int64_t> deadline_ms_{0};  // steady ms; read by the sweep
+  const char* deadline_what_ = "";       // on the strand
+  int64_t deadline_limit_ = 0;
   bool stop_requested_ = false;
   uint8_t header_[kHeaderSize] = {};
   size_t have_ = 0;
@@ -459,10 +481,33 @@ void Describe(const asio::local::stream_protocol::socket&, ClientInfo* c, const 
 
 }  // namespace
 
+void WireServer::Impl::ScheduleSweep() {
+  int64_t shortest = opts.read_timeout_ms;
+  if (opts.idle_timeout_ms > 0 && opts.idle_timeout_ms < shortest) shortest = opts.idle_timeout_ms;
+  int64_t every = std::min<int64_t>(250, std::max<int64_t>(5, shortest / 4));
+  sweep_timer->expires_after(std::chrono::milliseconds(every));
+  sweep_timer->async_wait([this](const asio::error_code& ec) {
+    // Goes on while stopping too: a message still being read keeps its
+    // deadline.  Ends when the io_context stops.
+    if (ec) return;
+    std::vector<std::shared_ptr<Connection>> live;
+    {
+      MutexLock l(&conns_mu);
+      live.reserve(conns.size());
+      for (auto& entry : conns) {
+        if (auto c = entry.second.lock()) live.push_back(std::move(c));
+      }
+    }
+    const int64_t now = SteadyMs();
+    for (auto& c : live) c->Sweep(now);
+    ScheduleSweep();
+  });
+}
+
 template <typename Acceptor>
 void WireServer::Impl::Accept(Acceptor* acceptor) {
   using Protocol = typename Acceptor::protocol_type;
-  Strand strand = asio::make_strand(io);
+  Strand strand = asio::make_strand(*ios[next_io.fetch_add(1) % ios.size()]);
   acceptor->async_accept(strand, [this, acceptor, strand](const asio::error_code& ec,
                                                           typename Protocol::socket socket) {
     if (stopping) return;
@@ -550,10 +595,14 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
   impl->dispatcher = db->rep()->dispatcher.get();
   impl->opts = std::move(options);
   Impl* s = impl.get();
+  for (int i = 0; i < s->opts.io_threads; ++i) {
+    s->ios.push_back(std::make_unique<asio::io_context>(1));
+    s->works.push_back(asio::make_work_guard(*s->ios.back()));
+  }
   try {
     int port = s->opts.port;
     for (const asio::ip::address& a : addrs) {
-      auto acc = std::make_unique<tcp::acceptor>(asio::make_strand(s->io));
+      auto acc = std::make_unique<tcp::acceptor>(asio::make_strand(*s->ios[0]));
       tcp::endpoint ep(a, static_cast<unsigned short>(port));
       asio::error_code ec;
       acc->open(ep.protocol(), ec);
@@ -578,13 +627,13 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
           return Status(ErrorCode::kInvalidOptions, "cannot listen on " + path + ": it exists and is not a socket");
         }
         // A socket left by a server that died: remove it, unless one answers.
-        asio::local::stream_protocol::socket probe(s->io);
+        asio::local::stream_protocol::socket probe(*s->ios[0]);
         asio::error_code ec;
         probe.connect(asio::local::stream_protocol::endpoint(path), ec);
         if (!ec) return Status(ErrorCode::kInternalError, "cannot listen on " + path + ": another server uses it");
         ::unlink(path.c_str());
       }
-      auto acc = std::make_unique<asio::local::stream_protocol::acceptor>(asio::make_strand(s->io));
+      auto acc = std::make_unique<asio::local::stream_protocol::acceptor>(asio::make_strand(*s->ios[0]));
       asio::local::stream_protocol::endpoint ep(path);
       asio::error_code ec;
       acc->open(ep.protocol(), ec);
@@ -601,11 +650,14 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
     s->workers = std::make_unique<asio::thread_pool>(static_cast<size_t>(s->opts.worker_threads));
     for (auto& acc : s->tcp_acceptors) s->Accept(acc.get());
     if (s->unix_acceptor) s->Accept(s->unix_acceptor.get());
+    s->sweep_timer = std::make_unique<asio::steady_timer>(*s->ios[0]);
+    s->ScheduleSweep();
     for (int i = 0; i < s->opts.io_threads; ++i) {
-      s->io_threads.emplace_back([s] {
+      asio::io_context* io = s->ios[static_cast<size_t>(i)].get();
+      s->io_threads.emplace_back([s, io] {
         for (;;) {
           try {
-            s->io.run();
+            io->run();
             return;
           } catch (const std::exception& e) {
             // Handlers report errors through error codes; this is a bug.
@@ -666,8 +718,8 @@ void WireServer::Stop() {
   }
   // Commands still running finish before the Database may close.
   if (s->workers) s->workers->join();
-  s->work.reset();
-  s->io.stop();
+  for (auto& w : s->works) w.reset();
+  for (auto& io : s->ios) io->stop();
   for (auto& t : s->io_threads) t.join();
   s->io_threads.clear();
   if (!s->opts.socket_path.empty() && s->unix_acceptor) ::unlink(s->opts.socket_path.c_str());

@@ -81,15 +81,9 @@ Document ErrorReply(const Status& s) {
 // Inside a transaction: MongoDB's label on errors after which the whole
 // transaction may be retried.
 Document TxnErrorReply(const Status& s) {
-  bson_t* reply = bson_new();
-  commands::AppendError(s, reply);
-  if (IsTransientTransactionError(s)) {
-    bson_t labels;
-    BSON_APPEND_ARRAY_BEGIN(reply, "errorLabels", &labels);
-    BSON_APPEND_UTF8(&labels, "0", "TransientTransactionError");
-    bson_append_array_end(reply, &labels);
-  }
-  return Document::Adopt(reply);
+  Document reply = ErrorReply(s);
+  if (!IsTransientTransactionError(s)) return reply;
+  return commands::WithErrorLabel(reply, "TransientTransactionError");
 }
 
 bool IsRetryableWriteName(std::string_view name) {
@@ -127,16 +121,6 @@ std::string SessionTaskId(const std::string& lsid_bytes) {
   }
   if (!any) hex(reinterpret_cast<const uint8_t*>(lsid_bytes.data()), lsid_bytes.size(), &out);
   return out;
-}
-
-Document WithLabel(Document reply, const char* label) {
-  bson_t* out = bson_new();
-  bson_concat(out, reply.bson());
-  bson_t labels;
-  BSON_APPEND_ARRAY_BEGIN(out, "errorLabels", &labels);
-  BSON_APPEND_UTF8(&labels, "0", label);
-  bson_append_array_end(out, &labels);
-  return Document::Adopt(out);
 }
 
 bool AllowedInTransaction(const std::string& name) {
@@ -327,7 +311,7 @@ Document CommandDispatcher::EndTransaction(commands::CommandContext& ctx, bool c
     // fsync failed, or it ran out of time): MongoDB's label tells the
     // driver to retry commitTransaction, not the whole transaction.
     if (s.code() == ErrorCode::kWriteConcernFailed || s.code() == ErrorCode::kMaxTimeMSExpired) {
-      return WithLabel(ErrorReply(s), "UnknownTransactionCommitResult");
+      return commands::WithErrorLabel(ErrorReply(s), "UnknownTransactionCommitResult");
     }
     return TxnErrorReply(s);
   }

@@ -192,5 +192,15 @@ void AppendCursorReply(const CursorPage& page, const char* batch_name, bool fiel
   bson_append_document_end(reply, &cursor);
 }
 
+Document WithErrorLabel(const Document& reply, const char* label) {
+  bson_t* out = bson_new();
+  bson_concat(out, reply.bson());
+  bson_t labels;
+  BSON_APPEND_ARRAY_BEGIN(out, "errorLabels", &labels);
+  BSON_APPEND_UTF8(&labels, "0", label);
+  bson_append_array_end(out, &labels);
+  return Document::Adopt(out);
+}
+
 }  // namespace commands
 }  // namespace gatedb

@@ -79,6 +79,10 @@ Status MissingField(std::string_view command, std::string_view field);
 
 // Appends {ok: 0, errmsg, code, codeName} to `reply`.
 void AppendError(const Status& status, bson_t* reply);
+// `reply` with errorLabels: [label] appended (MongoDB's error labels:
+// TransientTransactionError, UnknownTransactionCommitResult,
+// RetryableWriteError).
+Document WithErrorLabel(const Document& reply, const char* label);
 
 }  // namespace commands
 }  // namespace gatedb

@@ -71,16 +71,6 @@ Document ErrorDoc(const Status& s) {
   return Document::Adopt(b);
 }
 
-Document WithErrorLabel(const Document& reply, const char* label) {
-  bson_t* out = bson_new();
-  bson_concat(out, reply.bson());
-  bson_t labels;
-  BSON_APPEND_ARRAY_BEGIN(out, "errorLabels", &labels);
-  BSON_APPEND_UTF8(&labels, "0", label);
-  bson_append_array_end(out, &labels);
-  return Document::Adopt(out);
-}
-
 class Connection;
 
 }  // namespace
@@ -390,7 +380,9 @@ class StreamConnection final : public Connection {
       // Arrived after the stop began: not run.  MongoDB's answer, with the
       // label that tells a driver to retry a retryable write elsewhere.
       Document err = ErrorDoc(Status(ErrorCode::kInterruptedAtShutdown, "interrupted at shutdown"));
-      if (CommandDispatcher::IsRetryableWrite(req->command.bson())) err = WithErrorLabel(err, "RetryableWriteError");
+      if (CommandDispatcher::IsRetryableWrite(req->command.bson())) {
+        err = commands::WithErrorLabel(err, "RetryableWriteError");
+      }
       reply_ = h.op_code == kOpQuery ? BuildOpReply(reply_id, h.request_id, err.bson())
                                      : BuildMsgReply(reply_id, h.request_id, err.bson());
       return;

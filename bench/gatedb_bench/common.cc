@@ -249,4 +249,14 @@ void DurableWriters(benchmark::internal::Benchmark* b) {
   b->Threads(1)->Threads(2)->Threads(4)->Threads(8)->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 
+void ErrorTrackingReporter::ReportRuns(const std::vector<Run>& runs) {
+  for (const Run& r : runs) {
+    if (r.error_occurred) {
+      failed_ = true;
+      std::fprintf(stderr, "%s: %s failed: %s\n", program_, r.benchmark_name().c_str(), r.error_message.c_str());
+    }
+  }
+  inner_->ReportRuns(runs);
+}
+
 }  // namespace gatedb_bench

@@ -22,6 +22,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace gatedb_bench {
 
@@ -170,6 +171,23 @@ void Fail(benchmark::State& state, const std::string& msg);
 // The durable cases' registration: 1, 2, 4 and 8 writer threads, real
 // time, microseconds (use as BENCHMARK(BM_x)->Apply(DurableWriters)).
 void DurableWriters(benchmark::internal::Benchmark* b);
+
+// The usual console/JSON/CSV display (per --benchmark_format), remembering
+// whether any case failed (SkipWithError), so that the process exits 1 and
+// the CI smoke runs catch a broken case.  `program` prefixes the messages.
+class ErrorTrackingReporter : public benchmark::BenchmarkReporter {
+ public:
+  ErrorTrackingReporter(const char* program, benchmark::BenchmarkReporter* inner) : program_(program), inner_(inner) {}
+  bool ReportContext(const Context& context) override { return inner_->ReportContext(context); }
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override { inner_->Finalize(); }
+  bool failed() const { return failed_; }
+
+ private:
+  const char* program_;
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  bool failed_ = false;
+};
 
 }  // namespace gatedb_bench
 

@@ -19,34 +19,6 @@
 #define GATEDB_BENCH_BUILD_TYPE "unknown"
 #endif
 
-namespace {
-
-// The usual console/JSON/CSV display (per --benchmark_format), remembering
-// whether any case failed (SkipWithError), so that the process exits 1 and
-// the CI smoke run catches a broken case.
-class ErrorTrackingReporter : public benchmark::BenchmarkReporter {
- public:
-  explicit ErrorTrackingReporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
-  bool ReportContext(const Context& context) override { return inner_->ReportContext(context); }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      if (r.error_occurred) {
-        failed_ = true;
-        std::fprintf(stderr, "gatedb_bench: %s failed: %s\n", r.benchmark_name().c_str(), r.error_message.c_str());
-      }
-    }
-    inner_->ReportRuns(runs);
-  }
-  void Finalize() override { inner_->Finalize(); }
-  bool failed() const { return failed_; }
-
- private:
-  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
-  bool failed_ = false;
-};
-
-}  // namespace
-
 int main(int argc, char** argv) {
   // Interleaved repetitions come back to every case: keep all fixtures.
   for (int i = 1; i < argc; ++i) {
@@ -66,7 +38,7 @@ int main(int argc, char** argv) {
                                              std::to_string(ROCKSDB_PATCH));
   benchmark::AddCustomContext("sqlite", sqlite3_libversion());
   benchmark::AddCustomContext("libbson", bson_get_version());
-  ErrorTrackingReporter reporter(benchmark::CreateDefaultDisplayReporter());
+  gatedb_bench::ErrorTrackingReporter reporter("gatedb_bench", benchmark::CreateDefaultDisplayReporter());
   benchmark::RunSpecifiedBenchmarks(&reporter);
   gatedb_bench::ReleaseFixtures();  // removes the temporary directories
   benchmark::Shutdown();

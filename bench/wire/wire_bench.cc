@@ -458,29 +458,6 @@ BENCHMARK(BM_WireFindById_Mongoc)->Apply(Connections);
 BENCHMARK(BM_WireFindById_Raw)->Apply(Connections);
 BENCHMARK(BM_Baseline_TcpEcho)->Apply(Connections);
 
-// As gatedb_bench's: the usual display, remembering whether a case failed,
-// so that the process exits 1 and the smoke run catches it.
-class ErrorTrackingReporter : public benchmark::BenchmarkReporter {
- public:
-  explicit ErrorTrackingReporter(benchmark::BenchmarkReporter* inner) : inner_(inner) {}
-  bool ReportContext(const Context& context) override { return inner_->ReportContext(context); }
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs) {
-      if (r.error_occurred) {
-        failed_ = true;
-        std::fprintf(stderr, "wire_bench: %s failed: %s\n", r.benchmark_name().c_str(), r.error_message.c_str());
-      }
-    }
-    inner_->ReportRuns(runs);
-  }
-  void Finalize() override { inner_->Finalize(); }
-  bool failed() const { return failed_; }
-
- private:
-  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
-  bool failed_ = false;
-};
-
 }  // namespace
 }  // namespace wire_bench
 
@@ -523,7 +500,7 @@ int main(int argc, char** argv) {
   std::snprintf(mpf, sizeof mpf, "%.2f", fx->mongoc.messages_per_find);
   ctx("mongoc_messages_per_find", mpf);
   ctx("mongoc_find_command", fx->mongoc.command_json);
-  wire_bench::ErrorTrackingReporter reporter(benchmark::CreateDefaultDisplayReporter());
+  gatedb_bench::ErrorTrackingReporter reporter("wire_bench", benchmark::CreateDefaultDisplayReporter());
   benchmark::RunSpecifiedBenchmarks(&reporter);
   wire_bench::g_fx = nullptr;
   fx.reset();  // stops the servers, closes the database, removes the directory

@@ -14,6 +14,7 @@ namespace {
 using server::ParseRequest;
 using test::Json;
 using test::OpMsg;
+using test::OpQuery;
 using test::StatusIs;
 
 StatusOr<server::Request> Parse(const std::string& m) {
@@ -197,20 +198,6 @@ TEST(WireMessageTest, HeaderLimits) {
   EXPECT_OK(server::CheckHeader(h));
   h.length = 16;
   EXPECT_OK(server::CheckHeader(h));
-}
-
-std::string OpQuery(const std::string& ns, const bson_t* q, const bson_t* fields = nullptr) {
-  std::string payload;
-  server::AppendInt32(&payload, 0);
-  payload.append(ns);
-  payload.push_back('\0');
-  server::AppendInt32(&payload, 0);
-  server::AppendInt32(&payload, -1);
-  payload.append(reinterpret_cast<const char*>(bson_get_data(q)), q->len);
-  if (fields) payload.append(reinterpret_cast<const char*>(bson_get_data(fields)), fields->len);
-  std::string out;
-  server::AppendHeader(&out, static_cast<int32_t>(server::kHeaderSize + payload.size()), 3, 0, server::kOpQuery);
-  return out + payload;
 }
 
 TEST(WireMessageTest, OpQueryHandshake) {

@@ -118,16 +118,7 @@ TEST_F(WireServerTest, OpQueryServesOnlyTheHandshake) {
   WireClient c = Connect();
   auto op_query = [&](const char* ns, const std::string& json) {
     Document q = Json(json);
-    std::string payload;
-    server::AppendInt32(&payload, 0);
-    payload.append(ns);
-    payload.push_back('\0');
-    server::AppendInt32(&payload, 0);
-    server::AppendInt32(&payload, -1);
-    payload.append(reinterpret_cast<const char*>(bson_get_data(q.bson())), q.bson()->len);
-    std::string m;
-    server::AppendHeader(&m, static_cast<int32_t>(16 + payload.size()), 42, 0, server::kOpQuery);
-    EXPECT_TRUE(c.Send(m + payload));
+    EXPECT_TRUE(c.Send(test::OpQuery(ns, q.bson(), nullptr, 42)));
     auto reply = c.RecvMessage();
     EXPECT_TRUE(reply.has_value());
     if (!reply) return Document();

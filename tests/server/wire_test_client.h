@@ -122,6 +122,23 @@ inline std::string OpMsg(int32_t request_id, const bson_t* body, uint32_t flags 
   return out;
 }
 
+// An OP_QUERY of `q` (and an optional field selector) on `ns`.
+inline std::string OpQuery(const std::string& ns, const bson_t* q, const bson_t* fields = nullptr,
+                           int32_t request_id = 3) {
+  std::string payload;
+  server::AppendInt32(&payload, 0);
+  payload.append(ns);
+  payload.push_back('\0');
+  server::AppendInt32(&payload, 0);
+  server::AppendInt32(&payload, -1);
+  payload.append(reinterpret_cast<const char*>(bson_get_data(q)), q->len);
+  if (fields) payload.append(reinterpret_cast<const char*>(bson_get_data(fields)), fields->len);
+  std::string out;
+  server::AppendHeader(&out, static_cast<int32_t>(server::kHeaderSize + payload.size()), request_id, 0,
+                       server::kOpQuery);
+  return out + payload;
+}
+
 // The body of an OP_MSG reply (flags 0, one kind-0 section); empty when the
 // bytes are not such a reply.
 inline Document MsgBody(const std::string& msg) {

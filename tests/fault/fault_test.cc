@@ -1131,5 +1131,29 @@ TEST_F(FaultTest, ReRunOfAKeyedTransactionThatInsertedReplays) {
   EXPECT_EQ(N("x"), 0);
 }
 
+// A driver's commitTransaction whose fsync failed: the commit happened or
+// may have, so the reply carries UnknownTransactionCommitResult (the driver
+// retries the commit, never the transaction), not TransientTransactionError.
+TEST_F(FaultTest, ACommitWhoseSyncFailedIsUnknownTransactionCommitResult) {
+  db_.reset();
+  Options o;
+  o.env = env_.get();
+  o.sync = true;  // every commit fsyncs (MongoDB's j: true)
+  auto opened = Database::Open(dir_.path(), o);
+  ASSERT_OK(opened);
+  db_ = std::move(opened).value();
+  const std::string lsid = R"("lsid": {"id": {"$binary": {"base64": "AAECAwQFBgcICQoLDA0ODw==", "subType": "04"}}})";
+  Document ins = db_->RunCommand(test::Json(R"({"insert": "c", "documents": [{"_id": "t", "n": 1}],
+      "txnNumber": 1, "startTransaction": true, "autocommit": false, )" + lsid + "}").view());
+  ASSERT_EQ(test::IntAt(ins.bson(), "ok"), 1) << test::ToJson(ins.bson());
+  fs_->FailSyncs(FaultTarget::kWal, true);
+  Document commit = db_->RunCommand(test::Json(R"({"commitTransaction": 1, "txnNumber": 1, "autocommit": false,
+      "$db": "admin", )" + lsid + "}").view());
+  fs_->ClearFaults();
+  EXPECT_EQ(test::StrAt(commit.bson(), "codeName"), "WriteConcernFailed") << test::ToJson(commit.bson());
+  EXPECT_EQ(test::StringsAt(commit.bson(), "errorLabels"), std::vector<std::string>{"UnknownTransactionCommitResult"});
+  EXPECT_EQ(N("t"), 1);  // it was applied
+}
+
 }  // namespace
 }  // namespace gatedb

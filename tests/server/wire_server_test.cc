@@ -261,6 +261,11 @@ TEST_F(WireServerTest, MalformedFramesCloseOnlyTheirConnection) {
     cases.push_back({"an unknown opcode", m, "unsupported opcode 9999"});
   }
   {
+    // A reply where a request belongs: an OP_REPLY sent by the client.
+    Document doc = Json(R"({"ok": 1})");
+    cases.push_back({"an OP_REPLY from the client", server::BuildOpReply(1, 0, doc.bson()), "unsupported opcode 1"});
+  }
+  {
     std::string m = good;
     m.push_back('\1');
     server::AppendInt32(&m, 1000);

@@ -384,23 +384,63 @@ std::optional<Document> EnsureId(const bson_t* doc, bool* id_generated) {
   return Document::Adopt(out);
 }
 
+namespace {
+
+void PutLen(std::string* raw, size_t n) {
+  const uint32_t le = BSON_UINT32_TO_LE(static_cast<uint32_t>(n));
+  raw->append(reinterpret_cast<const char*>(&le), 4);
+}
+
+}  // namespace
+
 bool AppendValueVerbatim(bson_t* out, const char* key, int key_len, const bson_value_t* v) {
-  if (v->value_type != BSON_TYPE_REGEX) return bson_append_value(out, key, key_len, v);
+  // libbson's append sorts a regex's options (dropping unknown ones) and
+  // measures JavaScript code and DBPointer names with strlen, cutting them
+  // at an embedded NUL: those types are written as raw bytes instead.
+  const bson_type_t t = v->value_type;
+  if (t != BSON_TYPE_REGEX && t != BSON_TYPE_CODE && t != BSON_TYPE_CODEWSCOPE && t != BSON_TYPE_DBPOINTER) {
+    return bson_append_value(out, key, key_len, v);
+  }
   const size_t klen = key_len < 0 ? std::strlen(key) : static_cast<size_t>(key_len);
-  const char* pattern = v->value.v_regex.regex;
-  const char* options = v->value.v_regex.options ? v->value.v_regex.options : "";
-  // One element in a document of its own: {int32 size, 0x0B key\0 pattern\0 options\0, 0x00}.
+  // One element in a document of its own: {int32 size, type key\0 payload, 0x00}.
   std::string raw(4, '\0');
-  raw.push_back(static_cast<char>(BSON_TYPE_REGEX));
+  raw.push_back(static_cast<char>(t));
   raw.append(key, klen);
   raw.push_back('\0');
-  raw.append(pattern);
+  switch (t) {
+    case BSON_TYPE_REGEX: {
+      const char* options = v->value.v_regex.options ? v->value.v_regex.options : "";
+      raw.append(v->value.v_regex.regex);
+      raw.push_back('\0');
+      raw.append(options);
+      raw.push_back('\0');
+      break;
+    }
+    case BSON_TYPE_CODE:
+      PutLen(&raw, v->value.v_code.code_len + 1);
+      raw.append(v->value.v_code.code, v->value.v_code.code_len);
+      raw.push_back('\0');
+      break;
+    case BSON_TYPE_CODEWSCOPE: {
+      const auto& c = v->value.v_codewscope;
+      PutLen(&raw, 4 + 4 + c.code_len + 1 + c.scope_len);
+      PutLen(&raw, c.code_len + 1);
+      raw.append(c.code, c.code_len);
+      raw.push_back('\0');
+      raw.append(reinterpret_cast<const char*>(c.scope_data), c.scope_len);
+      break;
+    }
+    default: {  // BSON_TYPE_DBPOINTER
+      const auto& d = v->value.v_dbpointer;
+      PutLen(&raw, d.collection_len + 1);
+      raw.append(d.collection, d.collection_len);
+      raw.push_back('\0');
+      raw.append(reinterpret_cast<const char*>(d.oid.bytes), 12);
+      break;
+    }
+  }
   raw.push_back('\0');
-  raw.append(options);
-  raw.push_back('\0');
-  raw.push_back('\0');
-  const uint32_t len = static_cast<uint32_t>(raw.size());
-  const uint32_t le = BSON_UINT32_TO_LE(len);
+  const uint32_t le = BSON_UINT32_TO_LE(static_cast<uint32_t>(raw.size()));
   std::memcpy(&raw[0], &le, 4);
   bson_t one;
   if (!bson_init_static(&one, reinterpret_cast<const uint8_t*>(raw.data()), raw.size())) return false;

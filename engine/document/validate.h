@@ -98,9 +98,11 @@ Status ValidateIncoming(const uint8_t* data, size_t len);
 // after ValidateForStorage returns OK; with several, only the first moves).
 std::optional<Document> EnsureId(const bson_t* doc, bool* id_generated = nullptr);
 
-// bson_append_value, except that a regular expression's options are copied
-// byte for byte: libbson's own append sorts them and drops unknown flags,
-// which would change a stored field nobody wrote.  False when `out` would
+// bson_append_value, except that a regular expression's options, and
+// JavaScript code (with or without scope) and DBPointer names holding a NUL
+// byte, are copied byte for byte: libbson's own append sorts regex options
+// and cuts those strings at the NUL, which would change a stored field
+// nobody wrote.  False when `out` would
 // outgrow BSON's size limit.
 bool AppendValueVerbatim(bson_t* out, const char* key, int key_len, const bson_value_t* v);
 

@@ -777,6 +777,60 @@ TEST(UpdateDriverTest, UnwrittenRegexKeepsItsOptionBytes) {
   }
 }
 
+// JavaScript code (with and without scope) and a DBPointer whose strings
+// hold a NUL byte keep every byte when an update writes other fields
+// (libbson's append measures them with strlen: found by fuzz_update_apply
+// in CI, tests/fuzz/crashes/fuzz_update_apply-code-with-nul.bin).
+TEST(UpdateDriverTest, UnwrittenCodeWithANulKeepsItsBytes) {
+  static const char kCode[] = "a\0b";  // 3 bytes
+  bson_t* d = bson_new();
+  BSON_APPEND_INT32(d, "_id", 1);
+  bson_value_t code{};
+  code.value_type = BSON_TYPE_CODE;
+  code.value.v_code.code = const_cast<char*>(kCode);
+  code.value.v_code.code_len = 3;
+  ASSERT_TRUE(AppendValueVerbatim(d, "c", 1, &code));
+  bson_t scope = BSON_INITIALIZER;
+  BSON_APPEND_INT32(&scope, "x", 1);
+  bson_value_t cws{};
+  cws.value_type = BSON_TYPE_CODEWSCOPE;
+  cws.value.v_codewscope.code = const_cast<char*>(kCode);
+  cws.value.v_codewscope.code_len = 3;
+  cws.value.v_codewscope.scope_data = const_cast<uint8_t*>(bson_get_data(&scope));
+  cws.value.v_codewscope.scope_len = scope.len;
+  ASSERT_TRUE(AppendValueVerbatim(d, "w", 1, &cws));
+  bson_value_t ptr{};
+  ptr.value_type = BSON_TYPE_DBPOINTER;
+  ptr.value.v_dbpointer.collection = const_cast<char*>(kCode);
+  ptr.value.v_dbpointer.collection_len = 3;
+  bson_oid_init_from_string(&ptr.value.v_dbpointer.oid, "0123456789abcdef01234567");
+  ASSERT_TRUE(AppendValueVerbatim(d, "p", 1, &ptr));
+  Document doc = Document::Adopt(d);
+  bson_destroy(&scope);
+  bson_iter_t it;
+  uint32_t len = 0;
+  ASSERT_TRUE(bson_iter_init_find(&it, doc.bson(), "c"));
+  bson_iter_code(&it, &len);
+  ASSERT_EQ(len, 3u);  // the fixture holds the raw bytes
+  UpdateOptions opts;
+  auto driver = UpdateDriver::Parse(test::Json(R"({"$inc": {"n": 2}})").bson(), opts);
+  ASSERT_OK(driver);
+  bson_t out = BSON_INITIALIZER;
+  ASSERT_OK((*driver)->Apply(doc.bson(), ApplyContext(), &out));
+  std::vector<std::string> changed;
+  DiffPaths(doc.bson(), &out, "version", &changed);
+  EXPECT_EQ(std::vector<std::string>({"n"}), changed);
+  ASSERT_TRUE(bson_iter_init_find(&it, &out, "c"));
+  const char* got = bson_iter_code(&it, &len);
+  EXPECT_EQ(std::string(got, len), std::string(kCode, 3));
+  ASSERT_TRUE(bson_iter_init_find(&it, &out, "p"));
+  const char* coll = nullptr;
+  const bson_oid_t* oid = nullptr;
+  bson_iter_dbpointer(&it, &len, &coll, &oid);
+  EXPECT_EQ(std::string(coll, len), std::string(kCode, 3));
+  bson_destroy(&out);
+}
+
 TEST(UpdateDriverTest, CurrentDateTypeDate) {
   // libbson's JSON reader takes {"$type": "date"} for legacy binary, so
   // build the update by hand.

@@ -164,7 +164,8 @@ Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply) {
     int64_t size = 0;
     bool empty = true;
     for (const CollectionInfo& info : ctx.db->ListCollections(db)) {
-      auto stats = ctx.db->CollectionStats(info.ns);
+      // Sizes are estimates and `empty` needs one document: no full count.
+      auto stats = ctx.db->CollectionStats(info.ns, /*count_documents=*/false);
       if (!stats.ok()) continue;  // dropped meanwhile
       size += static_cast<int64_t>(stats->storage_bytes + stats->index_bytes);
       if (stats->count > 0) empty = false;
@@ -238,15 +239,7 @@ Status CollStatsCommand(CommandContext& ctx, bson_t* reply) {
   if (scale <= 0) return Status(ErrorCode::kBadValue, "Scale factor must be greater than zero");
   ASSIGN_OR_RETURN(CollectionStatsResult stats, ctx.db->CollectionStats(ns));
   BSON_APPEND_UTF8(reply, "ns", ns.full().c_str());
-  BSON_APPEND_INT64(reply, "count", stats.count);
-  BSON_APPEND_INT64(reply, "size", static_cast<int64_t>(stats.data_bytes) / scale);
-  BSON_APPEND_INT64(reply, "avgObjSize", stats.count > 0 ? static_cast<int64_t>(stats.data_bytes) / stats.count : 0);
-  BSON_APPEND_INT64(reply, "storageSize", static_cast<int64_t>(stats.storage_bytes) / scale);
-  BSON_APPEND_INT64(reply, "nindexes", stats.num_indexes);
-  BSON_APPEND_INT64(reply, "totalIndexSize", static_cast<int64_t>(stats.index_bytes) / scale);
-  BSON_APPEND_INT64(reply, "totalSize", static_cast<int64_t>(stats.storage_bytes + stats.index_bytes) / scale);
-  BSON_APPEND_INT64(reply, "scaleFactor", scale);
-  BSON_APPEND_BOOL(reply, "capped", false);
+  DBImpl::AppendStorageStats(stats, scale, reply);
   return Status::OK();
 }
 

@@ -172,9 +172,11 @@ bool CommandDispatcher::IsRetryableWrite(const bson_t* cmd) {
   bson_iter_t it;
   if (cmd == nullptr || !bson_iter_init(&it, cmd) || !bson_iter_next(&it)) return false;
   if (!IsRetryableWriteName(bson_iter_key(&it))) return false;
-  bson_iter_t f;
-  return bson_iter_init_find(&f, cmd, "lsid") && bson_iter_init_find(&f, cmd, "txnNumber") &&
-         !bson_iter_init_find(&f, cmd, "autocommit") && !bson_iter_init_find(&f, cmd, "startTransaction");
+  // Run's own test: session fields that parse, lsid and txnNumber, and no
+  // transaction field.
+  SessionFields session;
+  return ReadSessionFields(cmd, &session).ok() && session.has_lsid && session.txn_number &&
+         !session.autocommit.has_value() && !session.start;
 }
 
 Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client) {

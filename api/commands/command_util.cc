@@ -192,6 +192,19 @@ void AppendCursorReply(const CursorPage& page, const char* batch_name, bool fiel
   bson_append_document_end(reply, &cursor);
 }
 
+void AppendStringArray(bson_t* out, const char* key, const std::vector<std::string>& values) {
+  bson_t arr;
+  bson_append_array_begin(out, key, -1, &arr);
+  char keybuf[16];
+  uint32_t i = 0;
+  for (const std::string& v : values) {
+    const char* k;
+    size_t klen = bson_uint32_to_string(i++, &k, keybuf, sizeof keybuf);
+    bson_append_utf8(&arr, k, static_cast<int>(klen), v.data(), static_cast<int>(v.size()));
+  }
+  bson_append_array_end(out, &arr);
+}
+
 Document WithErrorLabel(const Document& reply, const char* label) {
   bson_t* out = bson_new();
   bson_concat(out, reply.bson());

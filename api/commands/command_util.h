@@ -44,6 +44,8 @@ Status ReadBatchSize(const bson_iter_t* it, std::string_view context, int64_t* o
 // maxTimeMS: a non-negative integer number of milliseconds, at most
 // INT32_MAX (BadValue otherwise); 0 means no limit.
 Status ReadMaxTimeMS(const bson_iter_t* it, int64_t* out);
+// Appends values as the array of strings `key` of `out`.
+void AppendStringArray(bson_t* out, const char* key, const std::vector<std::string>& values);
 // Appends docs as the array `name` of `out`.
 void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* out);
 // {cursor: {<batch_name>: [...], [fieldVersions: [...]], id, ns}}

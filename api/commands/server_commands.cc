@@ -43,19 +43,6 @@ std::string HostName() {
   return buf;
 }
 
-void AppendStringArray(bson_t* out, const char* key, const std::vector<std::string>& values) {
-  bson_t arr;
-  bson_append_array_begin(out, key, -1, &arr);
-  char keybuf[16];
-  uint32_t i = 0;
-  for (const std::string& v : values) {
-    const char* k;
-    size_t klen = bson_uint32_to_string(i++, &k, keybuf, sizeof keybuf);
-    bson_append_utf8(&arr, k, static_cast<int>(klen), v.data(), static_cast<int>(v.size()));
-  }
-  bson_append_array_end(out, &arr);
-}
-
 // The lsid documents of endSessions / killSessions, as the bytes sessions
 // are keyed by.
 Status ReadSessionList(const CommandContext& ctx, std::vector<std::string>* out) {

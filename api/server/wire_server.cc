@@ -140,6 +140,17 @@ struct WireServer::Impl final : public ServerInfo {
     return conns.size();
   }
 
+  // The connections open now (for the sweep and Stop).
+  std::vector<std::shared_ptr<Connection>> Live() const {
+    std::vector<std::shared_ptr<Connection>> live;
+    MutexLock l(&conns_mu);
+    live.reserve(conns.size());
+    for (const auto& entry : conns) {
+      if (auto c = entry.second.lock()) live.push_back(std::move(c));
+    }
+    return live;
+  }
+
   template <typename Acceptor>
   void Accept(Acceptor* acceptor);
 
@@ -170,16 +181,8 @@ struct WireServer::Impl final : public ServerInfo {
   }
 
   void AppendCmdLineOpts(bson_t* reply) const override {
-    bson_t argv, parsed, net, storage, repl;
-    BSON_APPEND_ARRAY_BEGIN(reply, "argv", &argv);
-    char keybuf[16];
-    uint32_t i = 0;
-    for (const std::string& a : opts.argv) {
-      const char* k;
-      size_t klen = bson_uint32_to_string(i++, &k, keybuf, sizeof keybuf);
-      bson_append_utf8(&argv, k, static_cast<int>(klen), a.data(), static_cast<int>(a.size()));
-    }
-    bson_append_array_end(reply, &argv);
+    bson_t parsed, net, storage, repl;
+    commands::AppendStringArray(reply, "argv", opts.argv);
     BSON_APPEND_DOCUMENT_BEGIN(reply, "parsed", &parsed);
     BSON_APPEND_DOCUMENT_BEGIN(&parsed, "net", &net);
     std::string bind;
@@ -482,16 +485,8 @@ void WireServer::Impl::ScheduleSweep() {
     // Goes on while stopping too: a message still being read keeps its
     // deadline.  Ends when the io_context stops.
     if (ec) return;
-    std::vector<std::shared_ptr<Connection>> live;
-    {
-      MutexLock l(&conns_mu);
-      live.reserve(conns.size());
-      for (auto& entry : conns) {
-        if (auto c = entry.second.lock()) live.push_back(std::move(c));
-      }
-    }
     const int64_t now = SteadyMs();
-    for (auto& c : live) c->Sweep(now);
+    for (auto& c : Live()) c->Sweep(now);
     ScheduleSweep();
   });
 }
@@ -685,17 +680,7 @@ void WireServer::Stop() {
     });
   }
   // Idle connections close now; busy ones after their reply is written.
-  auto each = [s](auto fn) {
-    std::vector<std::shared_ptr<Connection>> live;
-    {
-      MutexLock l(&s->conns_mu);
-      for (auto& [id, w] : s->conns) {
-        if (auto c = w.lock()) live.push_back(std::move(c));
-      }
-    }
-    for (auto& c : live) fn(c.get());
-  };
-  each([](Connection* c) { c->RequestStop(); });
+  for (auto& c : s->Live()) c->RequestStop();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(s->opts.shutdown_grace_ms);
   {
     MutexLock l(&s->conns_mu);
@@ -703,7 +688,7 @@ void WireServer::Stop() {
   }
   if (s->OpenCount() > 0) {
     s->Log(std::to_string(s->OpenCount()) + " connections still busy after the shutdown grace period: closing them");
-    each([](Connection* c) { c->ForceClose(); });
+    for (auto& c : s->Live()) c->ForceClose();
     MutexLock l(&s->conns_mu);
     s->conns_cv.WaitFor(&s->conns_mu, std::chrono::seconds(5),
                         [s]() GATEDB_REQUIRES(s->conns_mu) { return s->conns.empty(); });

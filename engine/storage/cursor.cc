@@ -133,36 +133,17 @@ bool CursorRegistry::Kill(int64_t id, const std::string& ns) {
   return true;
 }
 
-void CursorRegistry::KillOwnedBy(const WriteScope* scope) {
-  std::vector<std::unique_ptr<CursorSource>> dead;
-  MutexLock l(&mu_);
-  for (auto it = cursors_.begin(); it != cursors_.end();) {
-    if (it->second.owner.scope != scope) {
-      ++it;
-      continue;
-    }
-    if (it->second.source == nullptr) {  // checked out: its command is running in that scope
-      it->second.killed = true;
-      ++it;
-      continue;
-    }
-    dead.push_back(std::move(it->second.source));
-    it = cursors_.erase(it);
-  }
-}
-
-size_t CursorRegistry::KillSession(const std::string& lsid) {
-  std::vector<std::unique_ptr<CursorSource>> dead;
+size_t CursorRegistry::KillWhere(const std::function<bool(const Entry&)>& match) {
+  std::vector<std::unique_ptr<CursorSource>> dead;  // destroyed after the lock is released
   size_t n = 0;
   MutexLock l(&mu_);
   for (auto it = cursors_.begin(); it != cursors_.end();) {
-    const std::string& owner = it->second.owner.session;
-    if (owner.empty() || (!lsid.empty() && owner != lsid) || it->second.killed) {
+    if (it->second.killed || !match(it->second)) {
       ++it;
       continue;
     }
     ++n;
-    if (it->second.source == nullptr) {  // checked out: dies when its lease ends
+    if (it->second.source == nullptr) {  // checked out: its command is running; dies when its lease ends
       it->second.killed = true;
       ++it;
       continue;
@@ -171,6 +152,16 @@ size_t CursorRegistry::KillSession(const std::string& lsid) {
     it = cursors_.erase(it);
   }
   return n;
+}
+
+void CursorRegistry::KillOwnedBy(const WriteScope* scope) {
+  KillWhere([scope](const Entry& e) { return e.owner.scope == scope; });
+}
+
+size_t CursorRegistry::KillSession(const std::string& lsid) {
+  return KillWhere([&lsid](const Entry& e) {
+    return !e.owner.session.empty() && (lsid.empty() || e.owner.session == lsid);
+  });
 }
 
 size_t CursorRegistry::Sweep(int64_t now_ms) {

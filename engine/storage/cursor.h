@@ -25,6 +25,7 @@
 #define GATEDB_ENGINE_STORAGE_CURSOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -146,6 +147,9 @@ class CursorRegistry {
     bool killed = false;                   // killed while checked out
   };
   void Put(Lease* lease);
+  // Kills every live cursor `match` selects (one checked out dies when its
+  // lease ends); returns how many.
+  size_t KillWhere(const std::function<bool(const Entry&)>& match) GATEDB_EXCLUDES(mu_);
 
   const int64_t timeout_ms_;
   mutable Mutex mu_;

@@ -81,8 +81,13 @@ class DBImpl {
   std::vector<std::string> ListDatabases() const;
   // What a collection holds, for dbStats and collStats: an exact count and
   // data size (one key-ordered pass over its documents) and RocksDB's size
-  // estimates.  Errors: NamespaceNotFound.
-  StatusOr<CollectionStatsResult> CollectionStats(const Namespace& ns);
+  // estimates.  Without `count_documents` (listDatabases) the pass stops at
+  // the first document: count is then 0 or 1, whether it holds any.
+  // Errors: NamespaceNotFound.
+  StatusOr<CollectionStatsResult> CollectionStats(const Namespace& ns, bool count_documents = true);
+  // MongoDB's storage statistics of a collection (collStats' fields,
+  // $collStats' storageStats), sizes divided by `scale`.
+  static void AppendStorageStats(const CollectionStatsResult& st, int64_t scale, bson_t* out);
   // Drops every collection of `db`.
   Status DropDatabase(const std::string& db);
 

@@ -405,20 +405,9 @@ class DBImpl::AggregateSource : public CursorSource {
     BSON_APPEND_UTF8(out, "ns", ns.full().c_str());
     BSON_APPEND_DATE_TIME(out, "localTime", db_->NowMs());
     if (storage) {
-      bson_t ss, sizes;
+      bson_t ss;
       BSON_APPEND_DOCUMENT_BEGIN(out, "storageStats", &ss);
-      BSON_APPEND_INT64(&ss, "size", static_cast<int64_t>(st.data_bytes) / scale);
-      BSON_APPEND_INT64(&ss, "count", st.count);
-      BSON_APPEND_INT64(&ss, "avgObjSize", st.count > 0 ? static_cast<int64_t>(st.data_bytes) / st.count : 0);
-      BSON_APPEND_INT64(&ss, "storageSize", static_cast<int64_t>(st.storage_bytes) / scale);
-      BSON_APPEND_INT64(&ss, "freeStorageSize", 0);
-      BSON_APPEND_BOOL(&ss, "capped", false);
-      BSON_APPEND_INT64(&ss, "nindexes", st.num_indexes);
-      BSON_APPEND_INT64(&ss, "totalIndexSize", static_cast<int64_t>(st.index_bytes) / scale);
-      BSON_APPEND_INT64(&ss, "totalSize", static_cast<int64_t>(st.storage_bytes + st.index_bytes) / scale);
-      BSON_APPEND_DOCUMENT_BEGIN(&ss, "indexSizes", &sizes);
-      bson_append_document_end(&ss, &sizes);
-      BSON_APPEND_INT64(&ss, "scaleFactor", scale);
+      AppendStorageStats(st, scale, &ss);
       bson_append_document_end(out, &ss);
     }
     if (count) {

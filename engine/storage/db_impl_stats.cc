@@ -11,7 +11,7 @@
 
 namespace gatedb {
 
-StatusOr<CollectionStatsResult> DBImpl::CollectionStats(const Namespace& ns) {
+StatusOr<CollectionStatsResult> DBImpl::CollectionStats(const Namespace& ns, bool count_documents) {
   auto coll = FindCollection(ns);
   if (!coll) return Status(ErrorCode::kNamespaceNotFound, "Collection [" + ns.full() + "] not found.");
   CollectionStatsResult r;
@@ -27,6 +27,7 @@ StatusOr<CollectionStatsResult> DBImpl::CollectionStats(const Namespace& ns) {
     RETURN_IF_ERROR(DecodeRecord(std::string_view(it->value().data(), it->value().size()), &rec));
     ++r.count;
     r.data_bytes += rec.doc.len;
+    if (!count_documents) break;
   }
   RETURN_IF_ERROR(FromRocks(it->status()));
   rocksdb::Range range(prefix, end);
@@ -42,6 +43,22 @@ StatusOr<CollectionStatsResult> DBImpl::CollectionStats(const Namespace& ns) {
   auto indexes = ListIndexes(ns);
   if (indexes.ok()) r.num_indexes = static_cast<int>(indexes->size());
   return r;
+}
+
+void DBImpl::AppendStorageStats(const CollectionStatsResult& st, int64_t scale, bson_t* out) {
+  bson_t sizes;
+  BSON_APPEND_INT64(out, "size", static_cast<int64_t>(st.data_bytes) / scale);
+  BSON_APPEND_INT64(out, "count", st.count);
+  BSON_APPEND_INT64(out, "avgObjSize", st.count > 0 ? static_cast<int64_t>(st.data_bytes) / st.count : 0);
+  BSON_APPEND_INT64(out, "storageSize", static_cast<int64_t>(st.storage_bytes) / scale);
+  BSON_APPEND_INT64(out, "freeStorageSize", 0);
+  BSON_APPEND_BOOL(out, "capped", false);
+  BSON_APPEND_INT64(out, "nindexes", st.num_indexes);
+  BSON_APPEND_INT64(out, "totalIndexSize", static_cast<int64_t>(st.index_bytes) / scale);
+  BSON_APPEND_INT64(out, "totalSize", static_cast<int64_t>(st.storage_bytes + st.index_bytes) / scale);
+  BSON_APPEND_DOCUMENT_BEGIN(out, "indexSizes", &sizes);  // per-index sizes are not kept
+  bson_append_document_end(out, &sizes);
+  BSON_APPEND_INT64(out, "scaleFactor", scale);
 }
 
 }  // namespace gatedb

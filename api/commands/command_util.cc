@@ -187,6 +187,9 @@ void AppendCursorReply(const CursorPage& page, const char* batch_name, bool fiel
   AppendDocsArray(batch_name, page.batch.docs, &cursor);
   // gatedb: each document's field versions, parallel to the batch.
   if (field_versions) AppendDocsArray("fieldVersions", page.batch.field_versions, &cursor);
+  if (!page.batch.post_batch_resume_token.empty()) {
+    BSON_APPEND_DOCUMENT(&cursor, "postBatchResumeToken", page.batch.post_batch_resume_token.bson());
+  }
   BSON_APPEND_INT64(&cursor, "id", page.cursor_id);
   BSON_APPEND_UTF8(&cursor, "ns", page.ns.c_str());
   bson_append_document_end(reply, &cursor);

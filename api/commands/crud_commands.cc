@@ -203,11 +203,10 @@ Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
     return UnknownField(ctx.command_name, key);
   }));
   if (!have_coll) return MissingField(ctx.command_name, "collection");
-  // maxTimeMS on a getMore is for awaitData cursors (change streams), as in MongoDB.
+  // maxTimeMS on a getMore is how long an awaitData cursor (a change
+  // stream) waits; the engine refuses it for any other, as MongoDB does.
   bson_iter_t mt;
-  if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) {
-    return Status(ErrorCode::kBadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
-  }
+  if (bson_iter_init_find(&mt, ctx.cmd, "maxTimeMS")) RETURN_IF_ERROR(ReadMaxTimeMS(&mt, &page.max_await_ms));
   Namespace ns{ctx.db_name, coll};
   page.session = ctx.session;
   page.scope = ctx.scope;
@@ -221,15 +220,20 @@ Status ParseAggregate(CommandContext& ctx, AggregateRequest* out, CursorRequest*
   bson_iter_t first;
   bson_iter_init(&first, ctx.cmd);
   bson_iter_next(&first);
-  if (!BSON_ITER_HOLDS_UTF8(&first)) {
-    // {aggregate: 1}: collection-less stages ($documents, $currentOp, ...).
-    return Status(ErrorCode::kInvalidNamespace,
-                  "{aggregate: 1} is not supported: gatedb has no collection-less aggregation stages");
-  }
   AggregateRequest& req = *out;
+  if (BSON_ITER_HOLDS_NUMBER(&first) && bson_iter_as_double(&first) == 1.0) {
+    // {aggregate: 1}: a collection-less pipeline (a change stream on the
+    // database, or on the deployment from admin).
+    req.ns = Namespace{ctx.db_name, ""};
+    req.collectionless = true;
+  } else if (!BSON_ITER_HOLDS_UTF8(&first)) {
+    return Status(ErrorCode::kFailedToParse,
+                  "Invalid command format: the 'aggregate' field must specify a collection name or 1");
+  } else {
+    RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
+  }
   CursorRequest ignored;
   if (page == nullptr) page = &ignored;
-  RETURN_IF_ERROR(ReadTargetNamespace(ctx, &req.ns));
   bool have_pipeline = false, have_cursor = false;
   *explain = false;
   RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
@@ -300,7 +304,13 @@ Status AggregateCommand(CommandContext& ctx, bson_t* reply) {
 
 Status KillCursorsCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns;
-  RETURN_IF_ERROR(ReadCommandNamespace(ctx.cmd, ctx.db_name, &ns));
+  bson_iter_t target;
+  if (bson_iter_init(&target, ctx.cmd) && bson_iter_next(&target) && BSON_ITER_HOLDS_UTF8(&target) &&
+      std::string_view(bson_iter_utf8(&target, nullptr)) == kCollectionlessCursorColl) {
+    ns = Namespace{ctx.db_name, kCollectionlessCursorColl};  // a database's change stream
+  } else {
+    RETURN_IF_ERROR(ReadCommandNamespace(ctx.cmd, ctx.db_name, &ns));
+  }
   std::vector<int64_t> ids;
   bool have_cursors = false;
   RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {

@@ -1445,7 +1445,8 @@ Status ParseStage(const char* name, const bson_value_t& v, const PipelineOptions
   static const char* const kKnownElsewhere[] = {
       "$bucketAuto", "$graphLookup", "$geoNear",
       "$indexStats", "$collStats", "$currentOp", "$listSessions", "$redact", "$setWindowFields", "$densify",
-      "$fill", "$unionWith", "$changeStream", "$documents", "$search", "$planCacheStats", "$listLocalSessions"};
+      "$fill", "$unionWith", "$documents", "$search", "$planCacheStats", "$listLocalSessions"};
+  if (n == "$changeStream") return Err(40602, "$changeStream is only valid as the first stage in a pipeline");
   for (const char* k : kKnownElsewhere) {
     if (n == k) return Err(40324, "Unrecognized pipeline stage name: '" + n + "' (gatedb does not support it yet)");
   }

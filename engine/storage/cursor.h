@@ -47,6 +47,9 @@ struct CursorBatch {
   std::vector<Document> docs;
   std::vector<Document> field_versions;  // parallel to docs, when the find asked for them
   size_t bytes = 0;                      // BSON bytes of docs
+  // A change stream's position after this batch (its resume token); empty
+  // for other cursors.
+  Document post_batch_resume_token;
 };
 
 // What a find or aggregate asks of its cursor, and a getMore of it.
@@ -56,6 +59,9 @@ struct CursorRequest {
   bool empty_first_batch = false;  // find's batchSize 0: open the cursor, return nothing yet
   std::string session;       // lsid bytes; empty: none
   WriteScope* scope = nullptr;  // the transaction it runs in
+  // A getMore's maxTimeMS: how long a tailable cursor (a change stream) may
+  // wait for new results when it has none.  -1: not given.
+  int64_t max_await_ms = -1;
 };
 
 // One batch and the cursor id a reply shows (0: nothing more).
@@ -80,6 +86,11 @@ class CursorSource {
   virtual Status NextBatch(int64_t max_docs, size_t max_bytes, CursorBatch* out) = 0;
   // True once every result has been returned.
   virtual bool exhausted() const = 0;
+  // A tailable cursor (a change stream) stays open at the end of what is
+  // there now and waits for more; only its getMore takes maxTimeMS, which
+  // SetAwaitTime passes before the NextBatch of that getMore.
+  virtual bool tailable() const { return false; }
+  virtual void SetAwaitTime(int64_t /*ms*/) {}
 };
 
 // Milliseconds of a monotonic clock (for cursor time limits and expiry).

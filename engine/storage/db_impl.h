@@ -147,6 +147,15 @@ class DBImpl {
   // and $limit run as a find (with its indexes), the other stages on what
   // it returns.  Errors: the pipeline's parse errors, then its run's.
   StatusOr<CursorPage> AggregatePage(const AggregateRequest& req, const CursorRequest& page);
+  // An aggregate whose first stage is $changeStream (AggregatePage sends it
+  // here): a tailable cursor over the journal (db_impl_change_stream.cc).
+  // Errors: the $changeStream options' (InvalidResumeToken, ...), the
+  // stages' (IllegalOperation for a stage a change stream cannot run),
+  // OperationNotSupportedInTransaction, ChangeStreamHistoryLost.
+  StatusOr<CursorPage> ChangeStreamPage(const AggregateRequest& req, const CursorRequest& page);
+  // Makes every change stream's waiting getMore return now (with what it
+  // has), and later ones not wait: for a server that is shutting down.
+  void InterruptWaits();
   // explain of an aggregate: the leading query's plan and the stages.
   StatusOr<Document> ExplainAggregate(const AggregateRequest& req, const std::string& verbosity);
   // Open cursors (for serverStatus and tests).
@@ -399,6 +408,8 @@ class DBImpl {
   class FindSource;  // find's CursorSource (db_impl_read.cc)
   class AggregateSource;  // aggregate's (db_impl_agg.cc)
   class AggregateHost;    // $lookup's reads, $out's and $merge's writes (db_impl_agg.cc)
+  class ChangeStreamSource;  // $changeStream's (db_impl_change_stream.cc)
+  std::atomic<bool> waits_interrupted_{false};
   // find's source, opened (parsed and planned).
   StatusOr<std::unique_ptr<CursorSource>> OpenFind(const FindRequest& req);
   std::unique_ptr<CursorRegistry> cursors_;

@@ -463,7 +463,27 @@ class DBImpl::AggregateSource : public CursorSource {
   int64_t max_time_ms_ = 0, time_used_ms_ = 0;
 };
 
+bool IsChangeStreamPipeline(const Document& pipeline);  // db_impl_change_stream.cc
+
+namespace {
+
+// {aggregate: 1} with a pipeline that needs a collection: MongoDB's error.
+Status NeedsCollection(const Document& pipeline) {
+  std::string first = "$match";
+  bson_iter_t it, stage;
+  if (bson_iter_init(&it, pipeline.bson()) && bson_iter_next(&it) && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+      bson_iter_recurse(&it, &stage) && bson_iter_next(&stage)) {
+    first = bson_iter_key(&stage);
+  }
+  return Status(ErrorCode::kInvalidNamespace,
+                "{aggregate: 1} is not valid for '" + first + "'; a collection is required.");
+}
+
+}  // namespace
+
 StatusOr<CursorPage> DBImpl::AggregatePage(const AggregateRequest& req, const CursorRequest& page) {
+  if (IsChangeStreamPipeline(req.pipeline)) return ChangeStreamPage(req, page);
+  if (req.collectionless) return NeedsCollection(req.pipeline);
   auto source = std::make_unique<AggregateSource>(this);
   RETURN_IF_ERROR(source->Open(req));
   if (source->pipeline()->writes()) {
@@ -476,6 +496,10 @@ StatusOr<CursorPage> DBImpl::AggregatePage(const AggregateRequest& req, const Cu
 }
 
 StatusOr<Document> DBImpl::ExplainAggregate(const AggregateRequest& req, const std::string& verbosity) {
+  if (IsChangeStreamPipeline(req.pipeline)) {
+    return Status(ErrorCode::kIllegalOperation, "explain of a $changeStream pipeline is not supported by gatedb");
+  }
+  if (req.collectionless) return NeedsCollection(req.pipeline);
   AggregateSource source(this);
   ExplainRequest ex;
   RETURN_IF_ERROR(source.Parse(req, &ex.find));

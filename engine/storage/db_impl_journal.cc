@@ -9,6 +9,29 @@
 
 namespace gatedb {
 
+namespace {
+
+// The journal command shows PROTOCOL.md's record of each write (who, why,
+// which versions, which paths): not the catalog events ("drop",
+// "dropDatabase") nor the values a write changed, which the events also
+// carry for change streams and sync.  False for an event it does not show.
+bool AsWriteRecord(Document* e) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, e->bson(), "op") && BSON_ITER_HOLDS_UTF8(&it)) {
+    std::string_view op = bson_iter_utf8(&it, nullptr);
+    if (op == "drop" || op == "dropDatabase") return false;
+  }
+  const bool has_change = bson_iter_init_find(&it, e->bson(), "fullDocument") ||
+                          bson_iter_init_find(&it, e->bson(), "updatedFields");
+  if (!has_change) return true;
+  bson_t* out = bson_new();
+  bson_copy_to_excluding_noinit(e->bson(), out, "fullDocument", "updatedFields", "removedFields", nullptr);
+  *e = Document::Adopt(out);
+  return true;
+}
+
+}  // namespace
+
 StatusOr<JournalReadResult> DBImpl::ReadJournal(const JournalReadRequest& req) {
   if (!req.ns.empty()) {
     Namespace ns;
@@ -25,7 +48,10 @@ StatusOr<JournalReadResult> DBImpl::ReadJournal(const JournalReadRequest& req) {
   ro.limit = req.limit;
   ASSIGN_OR_RETURN(wal::Journal::ReadResult r, journal_->Read(ro));
   JournalReadResult out;
-  out.events = std::move(r.events);
+  out.events.reserve(r.events.size());
+  for (Document& e : r.events) {
+    if (AsWriteRecord(&e)) out.events.push_back(std::move(e));
+  }
   out.last_seq = r.last_seq;
   out.next_after_seq = r.next_after_seq;
   out.first_seq = journal_->first_seq();

@@ -354,9 +354,15 @@ Status DBImpl::DropCollection(const Namespace& ns) {
     // Writers hold the collection's drop lock shared for the length of a
     // write; waiting for it exclusively drains them.
     WriterLock drop(&coll->drop_mu);
-    rocksdb::WriteOptions wo;
-    wo.sync = options_.sync;
-    RETURN_IF_ERROR(FromRocks(db_->Delete(wo, catalog_cf_, std::string(kCatalogNsPrefix) + ns.full())));
+    // The catalog entry goes in the same commit as the journal's "drop"
+    // event: a change stream on the collection ends there (invalidate).
+    WriteOptionsInternal plain;
+    plain.sync = options_.sync;
+    Txn txn(db_, RocksWriteOptions(plain));
+    RETURN_IF_ERROR(FromRocks(txn->Delete(catalog_cf_, std::string(kCatalogNsPrefix) + ns.full())));
+    std::vector<PendingEvent> events(1);
+    events[0].event = BuildDdlEvent("drop", ns.full(), NowMs());
+    RETURN_IF_ERROR(CommitWithEvents(txn, &events));
     coll->dropped = true;
     collections_.erase(it);
   }
@@ -392,11 +398,21 @@ Status DBImpl::DropCollection(const Namespace& ns) {
 }
 
 Status DBImpl::DropDatabase(const std::string& db) {
+  bool dropped = false;
   for (const CollectionInfo& info : ListCollections(db)) {
     Status s = DropCollection(info.ns);
     if (!s.ok() && s.code() != ErrorCode::kNamespaceNotFound) return s;
+    dropped |= s.ok();
   }
-  return Status::OK();
+  if (!dropped) return Status::OK();
+  // After its collections' "drop" events, one "dropDatabase" event (its ns
+  // is the database's name): a change stream on the database ends there.
+  WriteOptionsInternal plain;
+  plain.sync = options_.sync;
+  Txn txn(db_, RocksWriteOptions(plain));
+  std::vector<PendingEvent> events(1);
+  events[0].event = BuildDdlEvent("dropDatabase", db, NowMs());
+  return CommitWithEvents(txn, &events);
 }
 
 std::vector<CollectionInfo> DBImpl::ListCollections(const std::string& db) const {

@@ -360,6 +360,13 @@ StatusOr<CursorPage> DBImpl::GetMore(int64_t id, const std::string& ns, const Cu
   ASSIGN_OR_RETURN(CursorRegistry::Lease lease, cursors_->Checkout(id, ns, owner, SteadyNowMs()));
   CursorPage out;
   out.ns = ns;
+  if (page.max_await_ms >= 0) {
+    if (!lease.source()->tailable()) {
+      lease.Return();
+      return Status(ErrorCode::kBadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
+    }
+    lease.source()->SetAwaitTime(page.max_await_ms);
+  }
   // An error kills the cursor (the lease is dropped unreturned).
   RETURN_IF_ERROR(lease.source()->NextBatch(page.batch_size, kMaxBatchBytes, &out.batch));
   out.cursor_id = lease.Return();

@@ -507,7 +507,8 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
       }
       PendingEvent ev;
       ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, w.context,
-                                 TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
+                                 TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now, nullptr,
+                                 doc.bson());
       ev.doc_key = std::move(key);
       ev.version_after = 0;
       events.push_back(std::move(ev));
@@ -637,7 +638,7 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   PendingEvent ev;
   ev.event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id, rec.version,
                              version, w.context, applied->paths, gate, now,
-                             merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr);
+                             merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson());
   ev.doc_key = key;
   ev.version_after = version;
   events->push_back(std::move(ev));
@@ -744,7 +745,8 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
     std::vector<PendingEvent> events(1);
     events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
-                                      TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now);
+                                      TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now, nullptr,
+                                      doc.bson());
     events[0].doc_key = key;
     return FinishWrite(w, txn, &events);
   }));

@@ -265,8 +265,14 @@ struct CreateIndexesResult {
 };
 
 // aggregate: a pipeline over one collection.
+// The collection a collection-less aggregate's cursor names ("db.$cmd.aggregate"),
+// as MongoDB's.
+constexpr char kCollectionlessCursorColl[] = "$cmd.aggregate";
+
 struct AggregateRequest {
+  // ns.coll is empty for {aggregate: 1} (collectionless).
   Namespace ns;
+  bool collectionless = false;
   Document pipeline;  // the stages, as a BSON array
   bool allow_disk_use = false;
   int64_t max_time_ms = 0;

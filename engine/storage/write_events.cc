@@ -80,6 +80,36 @@ bool VersionEqualityOperand(bson_iter_t* it, int64_t* expected) {
   return !bson_iter_next(&sub);
 }
 
+// What a write changed, for change streams and sync: an insert's or a
+// replacement's whole document; an update's new values of the changed paths
+// and the paths it removed.
+void AppendChange(const char* op, const bson_t* after, const std::vector<std::string>& changed_paths, bson_t* b) {
+  if (std::strcmp(op, "update") != 0) {
+    BSON_APPEND_DOCUMENT(b, "fullDocument", after);
+    return;
+  }
+  bson_t updated, removed;
+  BSON_APPEND_DOCUMENT_BEGIN(b, "updatedFields", &updated);
+  std::vector<const std::string*> gone;
+  for (const std::string& path : changed_paths) {
+    bson_iter_t it, f;
+    if (bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), &f)) {
+      bson_append_value(&updated, path.data(), static_cast<int>(path.size()), bson_iter_value(&f));
+    } else {
+      gone.push_back(&path);
+    }
+  }
+  bson_append_document_end(b, &updated);
+  BSON_APPEND_ARRAY_BEGIN(b, "removedFields", &removed);
+  char buf[16];
+  for (size_t i = 0; i < gone.size(); ++i) {
+    const char* k;
+    bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
+    bson_append_utf8(&removed, k, -1, gone[i]->data(), static_cast<int>(gone[i]->size()));
+  }
+  bson_append_array_end(b, &removed);
+}
+
 // Both refusals (VersionConflict, StaleBasis) are cured by reading again.
 const char* SuggestedAction(ErrorCode) { return "reread_and_retry"; }
 
@@ -88,7 +118,7 @@ const char* SuggestedAction(ErrorCode) { return "reread_and_retry"; }
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
-                         const WriteGate& gate, int64_t now_ms, const char* merged_by) {
+                         const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after) {
   bson_t* b = bson_new();
   BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
   BSON_APPEND_UTF8(b, "op", op);
@@ -105,6 +135,16 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
     BSON_APPEND_BOOL(b, "merged", true);
     BSON_APPEND_UTF8(b, "policy", merged_by);
   }
+  if (after != nullptr) AppendChange(op, after, changed_paths, b);
+  return Document::Adopt(b);
+}
+
+Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms) {
+  bson_t* b = bson_new();
+  BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
+  BSON_APPEND_UTF8(b, "op", op);
+  BSON_APPEND_UTF8(b, "ns", ns.c_str());
+  BSON_APPEND_DATE_TIME(b, "at", now_ms);
   return Document::Adopt(b);
 }
 

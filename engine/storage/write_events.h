@@ -34,13 +34,23 @@ void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);
 
 // A committed write's event: {seq: 0, op, ns, _id, versionBefore,
 // versionAfter, writeContext, changedPaths, at, gated, basisVersion?,
-// merged?: true, policy?}: `merged_by` names the conflict policy that let a
-// stale write through (merged and policy are then set).  The
-// journal writes the real `seq` into the placeholder at commit.  A missing before/after version is null (insert / delete).
+// merged?: true, policy?, <change>}: `merged_by` names the conflict policy
+// that let a stale write through (merged and policy are then set).  The
+// journal writes the real `seq` into the placeholder at commit.  A missing
+// before/after version is null (insert / delete).  <change> is what the
+// write made of the document, given `after` (the stored document): for an
+// insert or a replace, fullDocument: after; for an update,
+// updatedFields: {path: new value} and removedFields: [path], from
+// changed_paths (change streams and sync read them).
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
-                         const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr);
+                         const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,
+                         const bson_t* after = nullptr);
+
+// A catalog change's event: {seq: 0, op, ns, at}: "drop" (ns: "db.coll")
+// and "dropDatabase" (ns: the database's name).
+Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms);
 
 // The top-level field names of a new document, but the version field.
 std::vector<std::string> TopLevelPaths(const bson_t* doc, const std::string& version_field);

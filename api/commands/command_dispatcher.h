@@ -55,6 +55,9 @@ struct ClientInfo {
   std::string me;        // the address clients dial ("127.0.0.1:27017"): hello's me/hosts/primary
   std::string set_name;  // the replica set presented (PROTOCOL.md: "gatedb" unless --replSet)
   const ServerInfo* server = nullptr;
+  // A change stream's getMore answers at once instead of waiting (the wire
+  // server waits for the journal itself, without holding a worker).
+  bool defer_waits = false;
 };
 
 namespace commands {

@@ -210,6 +210,7 @@ Status GetMoreCommand(CommandContext& ctx, bson_t* reply) {
   Namespace ns{ctx.db_name, coll};
   page.session = ctx.session;
   page.scope = ctx.scope;
+  page.no_wait = ctx.client != nullptr && ctx.client->defer_waits;
   ASSIGN_OR_RETURN(CursorPage result, ctx.db->GetMore(id, ns.full(), page));
   AppendCursorReply(result, "nextBatch", false, reply);
   return Status::OK();

@@ -112,6 +112,29 @@ struct WireServer::Impl final : public ServerInfo {
   mutable Mutex log_mu;
   std::deque<std::string> recent GATEDB_GUARDED_BY(log_mu);
 
+  // Change streams' getMores that found nothing yet.  A waiting stream holds
+  // no worker: its connection is parked here, with its deadline and the
+  // journal's last seq before it looked, and the waiter thread sends it back
+  // to a worker when the journal grows past that, or answers it with its
+  // empty batch at the deadline (or at shutdown).
+  struct Parked {
+    std::shared_ptr<Connection> conn;
+    int64_t deadline_ms = 0;
+    uint64_t seen_seq = 0;
+  };
+  Mutex park_mu;
+  CondVar park_cv;
+  std::vector<Parked> parked GATEDB_GUARDED_BY(park_mu);
+  bool waiter_stop GATEDB_GUARDED_BY(park_mu) = false;
+  std::thread waiter;
+  void Park(Parked p) GATEDB_EXCLUDES(park_mu) {
+    MutexLock l(&park_mu);
+    parked.push_back(std::move(p));
+    park_cv.SignalAll();
+  }
+  void WaiterLoop() GATEDB_EXCLUDES(park_mu);
+  uint64_t LastSeq() const { return db->rep()->db->LastJournalSeq(); }
+
   void Log(const std::string& msg) {
     std::string line = NowIso() + " " + msg;
     MutexLock l(&log_mu);
@@ -222,6 +245,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual void ForceClose() = 0;
   // From the deadline sweep: close if the current wait is overdue.
   virtual void Sweep(int64_t now_ms) = 0;
+  // A parked getMore (WireServer::Impl::Parked): on a worker, ask again;
+  // from the waiter, answer with the empty batch it got last.
+  virtual void RunParked() = 0;
+  virtual void ReleaseParked() = 0;
 };
 
 template <typename Protocol>
@@ -351,13 +378,65 @@ class StreamConnection final : public Connection {
     ++server_->requests;
     auto self = Self();
     asio::post(*server_->workers, [this, self] {
-      Execute();
-      asio::post(strand_, [this, self] { OnExecuted(); });
+      if (Execute()) asio::post(strand_, [this, self] { OnExecuted(); });
     });
   }
 
-  // On a worker.
-  void Execute() {
+  // On a worker, while parked: the getMore again.
+  void RunParked() override {
+    const uint64_t seen = server_->LastSeq();
+    Document reply = server_->dispatcher->Run(parked_cmd_.bson(), &client_);
+    int64_t ignored = 0;
+    if (AwaitsData(parked_cmd_.bson(), reply.bson(), &ignored) && !server_->stopping &&
+        SteadyMs() < await_deadline_ms_) {
+      parked_reply_ = std::move(reply);
+      server_->Park({Self(), await_deadline_ms_, seen});
+      return;
+    }
+    parked_reply_ = std::move(reply);
+    ReleaseParked();
+  }
+
+  // From the waiter or a worker, while parked: send the last reply.
+  void ReleaseParked() override {
+    int32_t reply_id = server_->next_reply_id.fetch_add(1, std::memory_order_relaxed);
+    reply_ = BuildMsgReply(reply_id, parked_request_id_, parked_reply_.bson());
+    parked_cmd_ = Document();
+    parked_reply_ = Document();
+    auto self = Self();
+    asio::post(strand_, [this, self] { OnExecuted(); });
+  }
+
+  // A change stream's getMore that answered an empty batch and may wait
+  // longer (its maxTimeMS, MongoDB's default 1 s): *wait_ms is how long.
+  static bool AwaitsData(const bson_t* cmd, const bson_t* reply, int64_t* wait_ms) {
+    bson_iter_t it, c;
+    if (FirstKey(cmd) != "getMore") return false;
+    if (!bson_iter_init_find(&it, reply, "ok") || !BSON_ITER_HOLDS_NUMBER(&it) || bson_iter_as_double(&it) != 1.0) {
+      return false;
+    }
+    if (!bson_iter_init_find(&it, reply, "cursor") || !BSON_ITER_HOLDS_DOCUMENT(&it)) return false;
+    bson_iter_recurse(&it, &c);
+    bool token = false, empty = false, open = false;
+    while (bson_iter_next(&c)) {
+      std::string_view k = bson_iter_key(&c);
+      if (k == "postBatchResumeToken") token = true;
+      if (k == "nextBatch" && BSON_ITER_HOLDS_ARRAY(&c)) {
+        bson_iter_t b;
+        empty = bson_iter_recurse(&c, &b) && !bson_iter_next(&b);
+      }
+      if (k == "id" && BSON_ITER_HOLDS_INT64(&c)) open = bson_iter_int64(&c) != 0;
+    }
+    if (!token || !empty || !open) return false;
+    *wait_ms = 1000;
+    if (bson_iter_init_find(&it, cmd, "maxTimeMS") && BSON_ITER_HOLDS_NUMBER(&it)) {
+      *wait_ms = bson_iter_as_int64(&it);
+    }
+    return *wait_ms > 0;
+  }
+
+  // On a worker.  False when the command was parked (its reply comes later).
+  bool Execute() {
     reply_.clear();
     close_after_.clear();
     MessageHeader h = DecodeHeader(msg_.data());
@@ -371,13 +450,13 @@ class StreamConnection final : public Connection {
       int32_t inner = msg_.size() >= kHeaderSize + 4 ? LoadInt32LE(msg_.data() + kHeaderSize) : 0;
       reply_ = inner == kOpQuery ? BuildOpReply(reply_id, h.request_id, err.bson())
                                  : BuildMsgReply(reply_id, h.request_id, err.bson());
-      return;
+      return true;
     }
     StatusOr<Request> req = ParseRequest(msg_.data(), msg_.size());
     std::vector<uint8_t>().swap(msg_);  // a large message's memory goes now
     if (!req.ok()) {
       close_after_ = req.status().reason();
-      return;
+      return true;
     }
     if (server_->stopping) {
       // Arrived after the stop began: not run.  MongoDB's answer, with the
@@ -388,7 +467,7 @@ class StreamConnection final : public Connection {
       }
       reply_ = h.op_code == kOpQuery ? BuildOpReply(reply_id, h.request_id, err.bson())
                                      : BuildMsgReply(reply_id, h.request_id, err.bson());
-      return;
+      return true;
     }
     if (h.op_code == kOpQuery) {
       Document reply = IsHandshake(req->command.bson())
@@ -397,11 +476,22 @@ class StreamConnection final : public Connection {
                                              "Unsupported OP_QUERY command: " + FirstKey(req->command.bson()) +
                                                  ". The client driver may require an upgrade."));
       reply_ = BuildOpReply(reply_id, h.request_id, reply.bson());
-      return;
+      return true;
     }
+    const uint64_t seen = server_->LastSeq();
     Document reply = server_->dispatcher->Run(req->command.bson(), &client_);
-    if (req->more_to_come) return;  // the client asked for no reply
+    if (req->more_to_come) return true;  // the client asked for no reply
+    int64_t wait_ms = 0;
+    if (AwaitsData(req->command.bson(), reply.bson(), &wait_ms)) {
+      parked_cmd_ = std::move(req->command);
+      parked_request_id_ = h.request_id;
+      parked_reply_ = std::move(reply);
+      await_deadline_ms_ = SteadyMs() + wait_ms;
+      server_->Park({Self(), await_deadline_ms_, seen});
+      return false;
+    }
     reply_ = BuildMsgReply(reply_id, h.request_id, reply.bson());
+    return true;
   }
 
   void OnExecuted() {
@@ -458,6 +548,11 @@ class StreamConnection final : public Connection {
   std::vector<uint8_t> msg_;
   std::string reply_;
   std::string close_after_;
+  // While parked (a change stream's getMore waiting for the journal).
+  Document parked_cmd_;
+  Document parked_reply_;
+  int32_t parked_request_id_ = 0;
+  int64_t await_deadline_ms_ = 0;
 };
 
 template <typename Socket>
@@ -475,6 +570,44 @@ void Describe(const asio::local::stream_protocol::socket&, ClientInfo* c, const 
 }
 
 }  // namespace
+
+void WireServer::Impl::WaiterLoop() {
+  for (;;) {
+    std::vector<Parked> rerun, release;
+    int64_t wait = 0;
+    uint64_t min_seen = 0;
+    {
+      MutexLock l(&park_mu);
+      while (parked.empty() && !waiter_stop) park_cv.Wait(&park_mu);
+      if (parked.empty()) return;  // waiter_stop
+      const int64_t now = SteadyMs();
+      const uint64_t last = LastSeq();
+      int64_t nearest = INT64_MAX;
+      min_seen = UINT64_MAX;
+      std::vector<Parked> keep;
+      for (Parked& p : parked) {
+        if (stopping || waiter_stop || now >= p.deadline_ms) {
+          release.push_back(std::move(p));
+        } else if (last > p.seen_seq) {
+          rerun.push_back(std::move(p));
+        } else {
+          nearest = std::min(nearest, p.deadline_ms);
+          min_seen = std::min(min_seen, p.seen_seq);
+          keep.push_back(std::move(p));
+        }
+      }
+      parked.swap(keep);
+      // A getMore parked meanwhile is looked at within this slice.
+      if (release.empty() && rerun.empty()) wait = std::min<int64_t>(nearest - now, 50);
+    }
+    for (Parked& p : release) p.conn->ReleaseParked();
+    for (Parked& p : rerun) {
+      std::shared_ptr<Connection> c = std::move(p.conn);
+      asio::post(*workers, [c] { c->RunParked(); });
+    }
+    if (wait > 0) db->rep()->db->WaitForJournal(min_seen, wait);
+  }
+}
 
 void WireServer::Impl::ScheduleSweep() {
   int64_t shortest = opts.read_timeout_ms;
@@ -512,6 +645,7 @@ void WireServer::Impl::Accept(Acceptor* acceptor) {
     client.connection_id = next_conn_id.fetch_add(1);
     client.set_name = opts.set_name;
     client.server = this;
+    client.defer_waits = true;
     Describe(socket, &client, opts.socket_path);
     if (OpenCount() >= opts.max_connections) {
       ++refused;
@@ -637,6 +771,7 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
     s->workers = std::make_unique<asio::thread_pool>(static_cast<size_t>(s->opts.worker_threads));
     for (auto& acc : s->tcp_acceptors) s->Accept(acc.get());
     if (s->unix_acceptor) s->Accept(s->unix_acceptor.get());
+    s->waiter = std::thread([s] { s->WaiterLoop(); });
     s->sweep_timer = std::make_unique<asio::steady_timer>(*s->ios[0]);
     s->ScheduleSweep();
     for (int i = 0; i < s->opts.io_threads; ++i) {
@@ -692,6 +827,16 @@ void WireServer::Stop() {
     MutexLock l(&s->conns_mu);
     s->conns_cv.WaitFor(&s->conns_mu, std::chrono::seconds(5),
                         [s]() GATEDB_REQUIRES(s->conns_mu) { return s->conns.empty(); });
+  }
+  // Parked getMores were answered when the stop began (the waiter sees
+  // `stopping`); the waiter ends before the workers it posts to.
+  if (s->waiter.joinable()) {
+    {
+      MutexLock l(&s->park_mu);
+      s->waiter_stop = true;
+      s->park_cv.SignalAll();
+    }
+    s->waiter.join();
   }
   // Commands still running finish before the Database may close.
   if (s->workers) s->workers->join();

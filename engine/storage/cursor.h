@@ -62,6 +62,10 @@ struct CursorRequest {
   // A getMore's maxTimeMS: how long a tailable cursor (a change stream) may
   // wait for new results when it has none.  -1: not given.
   int64_t max_await_ms = -1;
+  // Never wait (the wire server parks a change stream's empty getMore
+  // instead of holding a worker thread, and asks again when the journal
+  // grows).
+  bool no_wait = false;
 };
 
 // One batch and the cursor id a reply shows (0: nothing more).

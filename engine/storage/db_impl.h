@@ -153,9 +153,6 @@ class DBImpl {
   // stages' (IllegalOperation for a stage a change stream cannot run),
   // OperationNotSupportedInTransaction, ChangeStreamHistoryLost.
   StatusOr<CursorPage> ChangeStreamPage(const AggregateRequest& req, const CursorRequest& page);
-  // Makes every change stream's waiting getMore return now (with what it
-  // has), and later ones not wait: for a server that is shutting down.
-  void InterruptWaits();
   // explain of an aggregate: the leading query's plan and the stages.
   StatusOr<Document> ExplainAggregate(const AggregateRequest& req, const std::string& verbosity);
   // Open cursors (for serverStatus and tests).
@@ -204,6 +201,8 @@ class DBImpl {
   // Blocks until a journal event with seq > after_seq exists or the time
   // passes; true when one exists.
   bool WaitForJournal(uint64_t after_seq, int64_t timeout_ms);
+  // The journal's last published seq.
+  uint64_t LastJournalSeq() const;
 
   // Leases (PROTOCOL.md): while a document's lease is held, writes to it
   // from anyone but the holder are refused with LeaseHeld.  An expired
@@ -409,7 +408,6 @@ class DBImpl {
   class AggregateSource;  // aggregate's (db_impl_agg.cc)
   class AggregateHost;    // $lookup's reads, $out's and $merge's writes (db_impl_agg.cc)
   class ChangeStreamSource;  // $changeStream's (db_impl_change_stream.cc)
-  std::atomic<bool> waits_interrupted_{false};
   // find's source, opened (parsed and planned).
   StatusOr<std::unique_ptr<CursorSource>> OpenFind(const FindRequest& req);
   std::unique_ptr<CursorRegistry> cursors_;

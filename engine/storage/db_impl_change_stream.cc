@@ -15,7 +15,8 @@
 //
 // Waiting.  The first batch never waits; a getMore that finds nothing waits
 // up to its maxTimeMS (MongoDB's default: 1 s) for the journal to publish
-// more, in short slices so that InterruptWaits ends it early.
+// more.  (The wire server asks with CursorRequest::no_wait and does the
+// waiting itself, so that a waiting stream holds no worker thread.)
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -35,7 +36,6 @@ namespace {
 constexpr char kTokenFormat[] = "01";      // the first two hex digits of every gatedb token
 constexpr size_t kTokenHexSize = 2 + 16 + 2;
 constexpr int64_t kDefaultAwaitMs = 1000;  // MongoDB's awaitData default
-constexpr int64_t kWaitSliceMs = 50;
 constexpr size_t kReadChunk = 256;         // journal events per read
 constexpr size_t kMaxEventBytes = 16u << 20;
 
@@ -195,8 +195,8 @@ class DBImpl::ChangeStreamSource : public CursorSource {
       if (!out->docs.empty() || !pending_.empty() || invalidated_) break;
       if (stopped) continue;
       int64_t left = deadline - SteadyNowMs();
-      if (left <= 0 || db_->waits_interrupted_.load(std::memory_order_acquire)) break;
-      db_->journal_->WaitForEvents(pos_, std::chrono::milliseconds(std::min(left, kWaitSliceMs)));
+      if (left <= 0) break;
+      db_->journal_->WaitForEvents(pos_, std::chrono::milliseconds(left));
     }
     out->post_batch_resume_token = Position();
     return Status::OK();
@@ -636,7 +636,5 @@ StatusOr<CursorPage> DBImpl::ChangeStreamPage(const AggregateRequest& req, const
   out.cursor_id = lease.Return();
   return out;
 }
-
-void DBImpl::InterruptWaits() { waits_interrupted_.store(true, std::memory_order_release); }
 
 }  // namespace gatedb

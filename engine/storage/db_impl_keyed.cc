@@ -149,6 +149,8 @@ StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> DBImpl::Idempotency
 
 StatusOr<uint64_t> DBImpl::CollectIdempotencyRecords() { return idempotency_->Collect(); }
 
+uint64_t DBImpl::LastJournalSeq() const { return journal_->last_seq(); }
+
 bool DBImpl::WaitForJournal(uint64_t after_seq, int64_t timeout_ms) {
   return journal_->WaitForEvents(after_seq, std::chrono::milliseconds(timeout_ms));
 }

@@ -365,7 +365,9 @@ StatusOr<CursorPage> DBImpl::GetMore(int64_t id, const std::string& ns, const Cu
       lease.Return();
       return Status(ErrorCode::kBadValue, "cannot set maxTimeMS on getMore command for a non-awaitData cursor");
     }
-    lease.source()->SetAwaitTime(page.max_await_ms);
+    lease.source()->SetAwaitTime(page.no_wait ? 0 : page.max_await_ms);
+  } else if (page.no_wait && lease.source()->tailable()) {
+    lease.source()->SetAwaitTime(0);
   }
   // An error kills the cursor (the lease is dropped unreturned).
   RETURN_IF_ERROR(lease.source()->NextBatch(page.batch_size, kMaxBatchBytes, &out.batch));

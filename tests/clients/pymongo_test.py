@@ -828,6 +828,43 @@ class RestartTest(unittest.TestCase):
                 srv.kill()
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_change_stream_resumes_after_a_restart(self):
+        import tempfile
+        import shutil
+        d = tempfile.mkdtemp(prefix="gatedb-client-resume-")
+        srv = None
+        try:
+            srv = gatedb_server.GatedbServer(data_dir=d).start()
+            c = MongoClient(srv.uri("direct"), serverSelectionTimeoutMS=10000)
+            try:
+                coll = c[DB].feed
+                coll.insert_one({"_id": 0})
+                with coll.watch(max_await_time_ms=200) as stream:
+                    coll.insert_one({"_id": 1})
+                    coll.update_one({"_id": 1}, {"$set": {"x": 1}})
+                    first = stream.next()
+                    self.assertEqual((first["operationType"], first["documentKey"]), ("insert", {"_id": 1}))
+                    token = stream.resume_token
+                    self.assertEqual(token, first["_id"])
+                coll.delete_one({"_id": 1})
+            finally:
+                c.close()
+            srv.stop(signal.SIGINT)
+            srv = gatedb_server.GatedbServer(data_dir=d).start()
+            c = MongoClient(srv.uri("direct"), serverSelectionTimeoutMS=10000)
+            try:
+                with c[DB].feed.watch(resume_after=token, max_await_time_ms=200) as stream:
+                    ops = [stream.next()["operationType"] for _ in range(2)]
+                    self.assertEqual(ops, ["update", "delete"])
+                    self.assertIsNone(stream.try_next())
+            finally:
+                c.close()
+            srv.stop(signal.SIGTERM)
+        finally:
+            if srv is not None:
+                srv.kill()
+            shutil.rmtree(d, ignore_errors=True)
+
 
 def main():
     argv = [sys.argv[0]]

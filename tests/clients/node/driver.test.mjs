@@ -921,4 +921,110 @@ describe('gatedb serve with the Node.js driver', () => {
     assert.ok(ended.some((e) => e.kind === 'started'), 'endSessions sent');
     assert.ok(ended.some((e) => e.kind === 'succeeded'), 'endSessions answered ok');
   });
+  it('change streams: watch() on a collection sees every change in order, in MongoDB\'s shape', T, async () => {
+    const coll = main.db(DB).collection('watched');
+    await coll.insertOne({ _id: 0, seed: true }); // the collection exists before the stream opens
+    const stream = coll.watch([], { fullDocument: 'updateLookup', maxAwaitTimeMS: 500 });
+    // The stream is open (the aggregate answered) before anything changes.
+    assert.equal(await stream.tryNext(), null);
+    await coll.insertOne({ _id: 1, n: 1, tags: ['a'] });
+    await coll.updateOne({ _id: 1 }, { $inc: { n: 1 }, $set: { 'sub.x': 1 } });
+    await coll.replaceOne({ _id: 1 }, { n: 10 });
+    await coll.deleteOne({ _id: 1 });
+    const events = [];
+    while (events.length < 4) events.push(await stream.next());
+    assert.deepEqual(events.map((e) => e.operationType), ['insert', 'update', 'replace', 'delete']);
+    for (const e of events) {
+      assert.deepEqual(e.ns, { db: DB, coll: 'watched' });
+      assert.deepEqual(e.documentKey, { _id: 1 });
+      assert.equal(typeof e._id._data, 'string');
+      assert.ok(e.wallTime instanceof Date);
+    }
+    assert.deepEqual(events[0].fullDocument, { _id: 1, n: 1, tags: ['a'], version: 0 });
+    // sub did not exist: the new embedded document is one updated field, as MongoDB reports it.
+    assert.deepEqual(events[1].updateDescription.updatedFields, { n: 2, sub: { x: 1 } });
+    assert.deepEqual(events[1].updateDescription.removedFields, []);
+    assert.equal(events[1].fullDocument, null, 'updateLookup of a document deleted since');
+    assert.deepEqual(events[2].fullDocument, { _id: 1, n: 10, version: 2 });
+    // gatedb's own fields.
+    assert.equal(Number(events[1].versionBefore), 0);
+    assert.equal(Number(events[1].versionAfter), 1);
+    assert.equal(events[3].versionAfter, null);
+
+    // Resuming after the update's token gives what followed it.
+    const resumed = coll.watch([], { resumeAfter: events[1]._id });
+    const next = await resumed.next();
+    assert.equal(next.operationType, 'replace');
+    assert.deepEqual(next._id, events[2]._id);
+    await resumed.close();
+
+    // A pipeline after $changeStream, and drop ending the stream.
+    const onlyInserts = coll.watch([{ $match: { operationType: 'insert' } }, { $project: { 'fullDocument.n': 1 } }],
+      { startAfter: events[3]._id });
+    await coll.insertOne({ _id: 2, n: 2, other: 'x' });
+    const ins = await onlyInserts.next();
+    assert.deepEqual(ins.fullDocument, { n: 2 });
+    await coll.drop();
+    const inserted = await stream.next();
+    assert.equal(inserted.operationType, 'insert'); // _id 2, then the drop and invalidate
+    assert.equal((await stream.next()).operationType, 'drop');
+    assert.equal((await stream.next()).operationType, 'invalidate');
+    // The server closed the cursor with the invalidate (cursor id 0).
+    assert.equal(await stream.hasNext(), false);
+    await stream.close();
+    await onlyInserts.close();
+  });
+
+  it('change streams on a database and on the deployment, and errors', T, async () => {
+    const db = main.db('clienttest_watchdb');
+    const dbStream = db.watch([], { maxAwaitTimeMS: 300 });
+    const all = main.watch([{ $match: { 'ns.db': 'clienttest_watchdb' } }], { maxAwaitTimeMS: 300 });
+    assert.equal(await dbStream.tryNext(), null);
+    assert.equal(await all.tryNext(), null);
+    await db.collection('a').insertOne({ _id: 'a1' });
+    await db.collection('b').insertOne({ _id: 'b1' });
+    for (const s of [dbStream, all]) {
+      const one = await s.next();
+      const two = await s.next();
+      assert.deepEqual([one.ns.coll, two.ns.coll], ['a', 'b']);
+      assert.deepEqual([one.documentKey._id, two.documentKey._id], ['a1', 'b1']);
+    }
+    await dbStream.close();
+    await all.close();
+
+    // Options gatedb cannot honour are refused by name; a stage a change
+    // stream cannot run is IllegalOperation.
+    const coll = db.collection('a');
+    await rejectsWithCode(coll.watch([], { fullDocument: 'required' }).next(), 2, 'BadValue');
+    await rejectsWithCode(coll.watch([{ $group: { _id: 1 } }]).next(), 20, 'IllegalOperation');
+    await rejectsWithCode(coll.watch([], { resumeAfter: { _data: 'not-ours' } }).next(), 260, 'InvalidResumeToken');
+  });
+
+  it('waiting change streams hold no worker thread: other commands run meanwhile', T, async () => {
+    const coll = main.db(DB).collection('manywatchers');
+    await coll.insertOne({ _id: 0 });
+    // More waiting streams than the server has workers (8), each waiting up
+    // to 30 s per getMore.
+    const streams = [];
+    for (let i = 0; i < 12; i++) {
+      const s = coll.watch([], { maxAwaitTimeMS: 30_000 });
+      streams.push(s);
+    }
+    const waiting = streams.map((s) => s.next());
+    // Give every stream time to send its getMore and start waiting.
+    await new Promise((r) => setTimeout(r, 1500));
+    const other = await connect(server.uri('direct'));
+    let timer;
+    const tooLate = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error('a find waited behind the change streams')), 15_000);
+    });
+    const found = await Promise.race([other.db(DB).collection('manywatchers').findOne({ _id: 0 }), tooLate]);
+    clearTimeout(timer);
+    assert.deepEqual(found, { _id: 0, version: 0 });
+    // One write wakes every waiting stream.
+    await coll.insertOne({ _id: 1 });
+    const got = await Promise.all(waiting);
+    for (const e of got) assert.deepEqual(e.documentKey, { _id: 1 });
+    for (const s of streams) await s.close();
+  });
 });

@@ -155,4 +155,19 @@ describe('gatedb serve with mongosh', () => {
       'print(EJSON.stringify(db.runCommand({journal: "orders", afterSeq: 0}).events.map(e => [e.op, e.writeContext && e.writeContext.agentId || null])))');
     assert.equal(events.trim(), '[["insert",null],["update","shell-agent"],["conflict","shell-agent"]]');
   });
+  it('watch() from the shell: a change stream sees the shell\'s own writes', T, async () => {
+    const uri = server.uri('direct').replace('/?', '/shell_watch?');
+    const out = await ok(uri, `
+      db.createCollection("feed");
+      const cs = db.feed.watch([], {fullDocument: "updateLookup"});
+      cs.disableBlockWarnings();
+      db.feed.insertOne({_id: 1, n: 1});
+      db.feed.updateOne({_id: 1}, {$inc: {n: 5}});
+      const a = cs.next();
+      const b = cs.next();
+      print(EJSON.stringify([a.operationType, a.fullDocument.n, b.operationType, b.updateDescription.updatedFields.n,
+                             b.fullDocument.n, typeof a._id._data]));
+      cs.close();`);
+    assert.equal(out.trim(), '["insert",1,"update",6,6,"string"]');
+  });
 });

@@ -209,6 +209,14 @@ class Collection {
   // an unknown stage), their evaluation errors, as Find's.
   StatusOr<Cursor> Aggregate(DocumentView pipeline, const AggregateOptions& options = AggregateOptions());
 
+  // A change stream on this collection (gatedb/cursor.h).  `pipeline`: the
+  // stages after $changeStream, a BSON array ($match, $project, $addFields,
+  // $set, $unset, $replaceRoot, $replaceWith; empty: none).  Errors:
+  // InvalidResumeToken, IllegalOperation (another stage),
+  // ChangeStreamHistoryLost, the stages' parse errors.
+  StatusOr<ChangeStream> Watch(DocumentView pipeline = DocumentView(),
+                               const ChangeStreamOptions& options = ChangeStreamOptions());
+
   // `update` must hold only update operators.  Errors: the filter's and the
   // update's parse errors, ImmutableField (_id, the version field),
   // TypeMismatch, ConflictingUpdateOperators, PathNotViable, DuplicateKey

@@ -97,6 +97,13 @@ class Database {
   Collection GetCollection(std::string_view name) { return GetCollection("test", name); }
   Collection GetCollection(std::string_view db, std::string_view name);
 
+  // A change stream on every collection of database `db`, or, with `db`
+  // empty, on every database but admin, config and local (gatedb/cursor.h;
+  // `pipeline` and errors as Collection::Watch).  A database's stream ends
+  // when the database is dropped.
+  StatusOr<ChangeStream> Watch(std::string_view db, DocumentView pipeline = DocumentView(),
+                               const ChangeStreamOptions& options = ChangeStreamOptions());
+
   // Errors: NamespaceExists, InvalidNamespace, InvalidOptions.
   Status CreateCollection(std::string_view db, std::string_view name,
                           const CreateCollectionOptions& options = CreateCollectionOptions());

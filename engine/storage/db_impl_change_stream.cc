@@ -368,6 +368,7 @@ class DBImpl::ChangeStreamSource : public CursorSource {
         lo = mid + 1;
       }
     }
+    if (lo > j.last_seq()) return j.last_seq();  // the time is after every event: from now on
     if (lo == j.first_seq() && lo > 1) {
       // Everything retained is at or after the time: were the events before
       // it, which may be younger than the time too, collected?

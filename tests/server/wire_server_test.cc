@@ -584,5 +584,56 @@ TEST_F(WireServerTest, EndSessionsEndsTransactionsAndCursors) {
   EXPECT_FALSE(test::HasPath(after.bson(), "cursor.firstBatch.0.t"));
 }
 
+// A change stream's getMore that finds nothing is parked: it holds no
+// worker (with one worker, other commands still run while it waits), it is
+// answered as soon as a write lands, or with an empty batch at its
+// maxTimeMS, and a stop answers it at once.
+TEST_F(WireServerTest, AWaitingChangeStreamHoldsNoWorker) {
+  server::ServerOptions o;
+  o.worker_threads = 1;
+  StartServer(o);
+  WireClient watcher = Connect();
+  WireClient other = Connect();
+  ASSERT_EQ(test::IntAt(Run(other, R"({"create": "feed", "$db": "app"})").bson(), "ok"), 1);
+  Document opened = Run(watcher, R"({"aggregate": "feed", "pipeline": [{"$changeStream": {}}], "cursor": {}, "$db": "app"})");
+  ASSERT_EQ(test::IntAt(opened.bson(), "ok"), 1) << test::ToJson(opened.bson());
+  const int64_t id = test::IntAt(opened.bson(), "cursor.id");
+  ASSERT_NE(id, 0);
+  const std::string get_more = R"({"getMore": {"$numberLong": ")" + std::to_string(id) +
+                               R"("}, "collection": "feed", "maxTimeMS": 60000, "$db": "app"})";
+  ASSERT_TRUE(watcher.Send(test::OpMsg(++request_id_, Json(get_more).bson())));
+  // While it waits (up to a minute), the only worker runs other commands.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  Document pong = Run(other, R"({"ping": 1, "$db": "admin"})");
+  EXPECT_EQ(test::IntAt(pong.bson(), "ok"), 1);
+  EXPECT_FALSE(watcher.RecvMessage(100).has_value()) << "answered before anything changed";
+  // A write wakes it.
+  Document ins = Run(other, R"({"insert": "feed", "documents": [{"_id": 7}], "$db": "app"})");
+  ASSERT_EQ(test::IntAt(ins.bson(), "n"), 1);
+  auto woke = watcher.RecvMessage(10000);
+  ASSERT_TRUE(woke.has_value());
+  Document batch = test::MsgBody(*woke);
+  EXPECT_EQ(test::StrAt(batch.bson(), "cursor.nextBatch.0.operationType"), "insert") << test::ToJson(batch.bson());
+  EXPECT_EQ(test::IntAt(batch.bson(), "cursor.nextBatch.0.documentKey._id"), 7);
+  // Nothing more: an empty batch after its maxTimeMS, the cursor still open.
+  const std::string short_wait = R"({"getMore": {"$numberLong": ")" + std::to_string(id) +
+                                 R"("}, "collection": "feed", "maxTimeMS": 150, "$db": "app"})";
+  Document empty = Run(watcher, short_wait);
+  EXPECT_EQ(test::IntAt(empty.bson(), "ok"), 1) << test::ToJson(empty.bson());
+  EXPECT_EQ(test::IntAt(empty.bson(), "cursor.id"), id);
+  EXPECT_EQ(test::StrAt(empty.bson(), "cursor.nextBatch.0.operationType"), "");
+  EXPECT_FALSE(test::StrAt(empty.bson(), "cursor.postBatchResumeToken._data").empty());
+  // Stopping answers a parked getMore at once, with its empty batch.
+  ASSERT_TRUE(watcher.Send(test::OpMsg(++request_id_, Json(get_more).bson())));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::thread stopper([&] { server_->Stop(); });
+  auto at_stop = watcher.RecvMessage(10000);
+  stopper.join();
+  ASSERT_TRUE(at_stop.has_value());
+  Document last = test::MsgBody(*at_stop);
+  EXPECT_EQ(test::IntAt(last.bson(), "ok"), 1) << test::ToJson(last.bson());
+  EXPECT_EQ(test::StrAt(last.bson(), "cursor.nextBatch.0.operationType"), "");
+}
+
 }  // namespace
 }  // namespace gatedb

@@ -1,0 +1,1090 @@
+// Upstream sync (gatedb/sync.h): libmongoc on the upstream side, the typed
+// API (hence the write gate) on the local side.
+//
+// Local state, in the data directory's "__gatedb_sync" database (written in
+// the same local transactions as the documents they describe):
+//   checkpoints  {_id: <ns>, pushSeq, token, initialized, batch}, and
+//                {_id: "$origin", name}
+//   base         {_id: {ns, id}, doc: <last synced state, without the version
+//                field; null: absent>, upVersion, pending, conflict}
+//   inflight     {_id: <ns>, batch, docs: [{id, doc, upVersion}]}: a push
+//                batch sent, its outcome not yet recorded
+//   conflicts    {_id: {ns, id}, local, upstream, base, at}
+// Upstream: "gatedb_sync.checkpoints" {_id: "<origin>|<ns>", batch, at},
+// advanced in each push batch's transaction.
+#include "gatedb/sync.h"
+
+#include <mongoc/mongoc.h>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+
+#include "api/src/database_rep.h"
+#include "engine/document/diff.h"
+#include "engine/storage/db_impl.h"
+#include "engine/update/update_driver.h"
+#include "gatedb/collection.h"
+#include "gatedb/transaction.h"
+
+namespace gatedb {
+
+namespace {
+
+constexpr char kStateDb[] = "__gatedb_sync";
+constexpr char kUpstreamDb[] = "gatedb_sync";
+constexpr char kUpstreamCheckpoints[] = "checkpoints";
+constexpr char kSyncAgent[] = "gatedb.sync";
+constexpr int kMaxRounds = 4;
+constexpr int kLocalRetries = 8;
+
+void InitMongoc() {
+  static std::once_flag once;
+  std::call_once(once, [] { mongoc_init(); });  // never cleaned up: other Syncs may come
+}
+
+Status FromMongoc(const bson_error_t& e, const std::string& what) {
+  ErrorCode code = ErrorCode::kInternalError;
+  if (e.domain == MONGOC_ERROR_SERVER_SELECTION || e.domain == MONGOC_ERROR_STREAM) {
+    code = ErrorCode::kHostUnreachable;
+  } else if (e.domain == MONGOC_ERROR_CLIENT && e.code == MONGOC_ERROR_CLIENT_AUTHENTICATE) {
+    code = ErrorCode::kAuthenticationFailed;
+  } else if (e.domain == MONGOC_ERROR_COMMAND && e.code == MONGOC_ERROR_COMMAND_INVALID_ARG) {
+    code = ErrorCode::kFailedToParse;
+  } else if ((e.domain == MONGOC_ERROR_SERVER || e.domain == MONGOC_ERROR_WRITE_CONCERN) && e.code != 0) {
+    code = static_cast<ErrorCode>(e.code);  // the upstream's own code
+  }
+  return Status(code, what + ": " + e.message);
+}
+
+struct Ns {
+  std::string full, db, coll;
+  std::string version_field = "version";
+  ConflictPolicy policy;
+};
+
+Document Strip(const bson_t* doc, const std::string& vf) {
+  bson_t* out = bson_new();
+  bson_copy_to_excluding_noinit(doc, out, vf.c_str(), nullptr);
+  return Document::Adopt(out);
+}
+
+std::optional<int64_t> IntField(const bson_t* doc, const char* key) {
+  bson_iter_t it;
+  if (doc != nullptr && bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_NUMBER(&it)) return bson_iter_as_int64(&it);
+  return std::nullopt;
+}
+
+// The same fields with the same values (in any order), or both absent.
+bool SameDoc(const std::optional<Document>& a, const std::optional<Document>& b) {
+  if (!a || !b) return !a && !b;
+  if (a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size()) == 0) return true;
+  std::vector<std::string> paths;
+  DiffPaths(a->bson(), b->bson(), "", &paths);
+  return paths.empty();
+}
+
+// {ns, id}: a base or conflict record's _id.
+Document RecordKey(const std::string& ns, const Value& id) {
+  bson_t* b = bson_new();
+  bson_t k;
+  BSON_APPEND_DOCUMENT_BEGIN(b, "_id", &k);
+  BSON_APPEND_UTF8(&k, "ns", ns.c_str());
+  id.AppendTo(&k, "id");
+  bson_append_document_end(b, &k);
+  return Document::Adopt(b);
+}
+
+Document IdFilter(const Value& id) {
+  bson_t* b = bson_new();
+  id.AppendTo(b, "_id");
+  return Document::Adopt(b);
+}
+
+Document StrIdFilter(const std::string& id) {
+  bson_t* b = bson_new();
+  BSON_APPEND_UTF8(b, "_id", id.c_str());
+  return Document::Adopt(b);
+}
+
+bool IsNumber(const bson_iter_t& it) {
+  bson_type_t t = bson_iter_type(&it);
+  return t == BSON_TYPE_INT32 || t == BSON_TYPE_INT64 || t == BSON_TYPE_DOUBLE;
+}
+
+bool Find(const bson_t* doc, const std::string& path, bson_iter_t* out) {
+  bson_iter_t it;
+  return doc != nullptr && bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path.c_str(), out);
+}
+
+// The update that turns `from` into `to` ($set, $unset; with `incs`, a
+// numeric change of one of those paths is an $inc of the difference; with
+// `bump`, that field is incremented by 1).  Empty when nothing differs.
+Document BuildDelta(const bson_t* from, const bson_t* to, const std::vector<std::string>& paths,
+                    const std::set<std::string>& incs, const std::string* bump = nullptr) {
+  bson_t set, unset, inc;
+  bson_init(&set);
+  bson_init(&unset);
+  bson_init(&inc);
+  for (const std::string& p : paths) {
+    bson_iter_t a, b;
+    const bool in_to = Find(to, p, &b);
+    if (!in_to) {
+      BSON_APPEND_UTF8(&unset, p.c_str(), "");
+      continue;
+    }
+    if (incs.count(p) && Find(from, p, &a) && IsNumber(a) && IsNumber(b)) {
+      if (BSON_ITER_HOLDS_DOUBLE(&a) || BSON_ITER_HOLDS_DOUBLE(&b)) {
+        BSON_APPEND_DOUBLE(&inc, p.c_str(), bson_iter_as_double(&b) - bson_iter_as_double(&a));
+      } else {
+        BSON_APPEND_INT64(&inc, p.c_str(), bson_iter_as_int64(&b) - bson_iter_as_int64(&a));
+      }
+      continue;
+    }
+    bson_append_value(&set, p.c_str(), -1, bson_iter_value(&b));
+  }
+  if (bump != nullptr) BSON_APPEND_INT32(&inc, bump->c_str(), 1);  // a plain MongoDB upstream's version
+  bson_t* u = bson_new();
+  if (!bson_empty(&set)) BSON_APPEND_DOCUMENT(u, "$set", &set);
+  if (!bson_empty(&unset)) BSON_APPEND_DOCUMENT(u, "$unset", &unset);
+  if (!bson_empty(&inc)) BSON_APPEND_DOCUMENT(u, "$inc", &inc);
+  bson_destroy(&set);
+  bson_destroy(&unset);
+  bson_destroy(&inc);
+  return Document::Adopt(u);
+}
+
+StatusOr<Document> ApplyDelta(const bson_t* doc, const Document& delta, const std::string& vf) {
+  if (delta.empty()) return Document::Copy(doc);
+  update::UpdateOptions uo;
+  uo.version_field = vf;
+  ASSIGN_OR_RETURN(std::unique_ptr<update::UpdateDriver> d, update::UpdateDriver::Parse(delta.bson(), uo));
+  bson_t* out = bson_new();
+  update::ApplyContext ctx;
+  Status s = d->Apply(doc, ctx, out);
+  if (!s.ok()) {
+    bson_destroy(out);
+    return s;
+  }
+  return Document::Adopt(out);
+}
+
+std::vector<std::string> Changed(const bson_t* from, const bson_t* to) {
+  std::vector<std::string> paths;
+  DiffPaths(from, to, "", &paths);
+  return paths;
+}
+
+// The three-way decision for a document both sides changed since `base`:
+// the local changes rebased onto the upstream state, or nullopt when the
+// policy leaves it unresolved.  `local`/`upstream` absent: deleted there.
+std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<Document>& base,
+                                             const std::optional<Document>& local,
+                                             const std::optional<Document>& upstream) {
+  using Out = std::optional<std::optional<Document>>;
+  if (SameDoc(local, upstream)) return Out(local);  // both made the same change (our own push, say)
+  // An update against a delete: the update wins (the document lives on with it).
+  if (!upstream && local) return Out(local);
+  if (!local && upstream) return Out(upstream);
+  if (ns.policy.mode != ConflictMode::kFieldMerge) return std::nullopt;
+  const bson_t* b = base ? base->bson() : nullptr;
+  bson_t empty = BSON_INITIALIZER;
+  if (b == nullptr) b = &empty;  // both inserted it: every field is a change
+  std::vector<std::string> mine = Changed(b, local->bson());
+  std::vector<std::string> theirs = Changed(b, upstream->bson());
+  std::set<std::string> incs;
+  std::vector<std::string> apply;
+  for (const std::string& p : mine) {
+    bool overlap = false, agree = false;
+    for (const std::string& q : theirs) {
+      if (!PathsOverlap(p, q)) continue;
+      overlap = true;
+      bson_iter_t l, u, o;
+      if (p == q && Find(local->bson(), p, &l) && Find(upstream->bson(), p, &u)) {
+        const bson_value_t* lv = bson_iter_value(&l);
+        const bson_value_t* uv = bson_iter_value(&u);
+        agree = lv->value_type == uv->value_type && bson_iter_type(&l) == bson_iter_type(&u) && [&] {
+          bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
+          bson_append_value(&x, "v", 1, lv);
+          bson_append_value(&y, "v", 1, uv);
+          bool same = bson_equal(&x, &y);
+          bson_destroy(&x);
+          bson_destroy(&y);
+          return same;
+        }();
+        if (!agree && ns.policy.merge_increments && Find(b, p, &o) && IsNumber(o) && IsNumber(l) && IsNumber(u)) {
+          incs.insert(p);
+          agree = true;  // both increments apply
+          apply.push_back(p);
+        }
+      }
+      break;
+    }
+    if (overlap && !agree) return std::nullopt;
+    if (!overlap) apply.push_back(p);
+  }
+  Document delta = BuildDelta(b, local->bson(), apply, incs);
+  StatusOr<Document> merged = ApplyDelta(upstream->bson(), delta, ns.version_field);
+  if (!merged.ok()) return std::nullopt;
+  return Out(std::optional<Document>(std::move(*merged)));
+}
+
+std::string RandomHex(size_t n) {
+  std::random_device rd;
+  std::string out;
+  const char* hex = "0123456789abcdef";
+  for (size_t i = 0; i < n; ++i) out.push_back(hex[rd() % 16]);
+  return out;
+}
+
+// RAII for libmongoc objects.
+struct CollHandle {
+  mongoc_collection_t* c = nullptr;
+  ~CollHandle() {
+    if (c) mongoc_collection_destroy(c);
+  }
+};
+
+}  // namespace
+
+std::string SyncReport::ToJson() const {
+  return "{\"pushed\": " + std::to_string(pushed) + ", \"pulled\": " + std::to_string(pulled) +
+         ", \"merged\": " + std::to_string(merged) + ", \"conflicts\": " + std::to_string(conflicts) +
+         ", \"skipped\": " + std::to_string(skipped) + "}";
+}
+
+struct Sync::Impl {
+  Database* db = nullptr;
+  SyncOptions opts;
+  std::string origin;
+  mongoc_client_t* client = nullptr;
+  bool hub = false;  // the upstream is gatedb: it keeps the version field itself
+  std::vector<Ns> nss;
+  SyncReport report;
+
+  ~Impl() {
+    if (client) mongoc_client_destroy(client);
+  }
+
+  Collection State(const char* name) { return db->GetCollection(kStateDb, name); }
+
+  void Progress(const std::string& line) {
+    if (opts.progress) opts.progress(line);
+  }
+
+  Status Connect() {
+    InitMongoc();
+    bson_error_t err;
+    mongoc_uri_t* uri = mongoc_uri_new_with_error(opts.upstream_uri.c_str(), &err);
+    if (uri == nullptr) return Status(ErrorCode::kFailedToParse, "bad upstream URI: " + std::string(err.message));
+    client = mongoc_client_new_from_uri_with_error(uri, &err);
+    mongoc_uri_destroy(uri);
+    if (client == nullptr) return FromMongoc(err, "cannot use the upstream URI");
+    mongoc_client_set_error_api(client, MONGOC_ERROR_API_VERSION_2);
+    mongoc_client_set_appname(client, "gatedb-sync");
+    bson_t cmd = BSON_INITIALIZER, reply;
+    BSON_APPEND_INT32(&cmd, "buildInfo", 1);
+    bool ok = mongoc_client_command_simple(client, "admin", &cmd, nullptr, &reply, &err);
+    bson_destroy(&cmd);
+    if (!ok) {
+      bson_destroy(&reply);
+      return FromMongoc(err, "the upstream did not answer");
+    }
+    bson_iter_t it;
+    hub = bson_iter_init_find(&it, &reply, "gatedbVersion");
+    bson_destroy(&reply);
+    return Status::OK();
+  }
+
+  Status LoadOrigin() {
+    if (!opts.origin.empty()) {
+      origin = opts.origin;
+      return Status::OK();
+    }
+    Collection ck = State("checkpoints");
+    ASSIGN_OR_RETURN(std::optional<Document> o, ck.FindOne(StrIdFilter("$origin").view()));
+    bson_iter_t it;
+    if (o && bson_iter_init_find(&it, o->bson(), "name") && BSON_ITER_HOLDS_UTF8(&it)) {
+      origin = bson_iter_utf8(&it, nullptr);
+      return Status::OK();
+    }
+    origin = "edge-" + RandomHex(12);
+    bson_t* d = bson_new();
+    BSON_APPEND_UTF8(d, "_id", "$origin");
+    BSON_APPEND_UTF8(d, "name", origin.c_str());
+    Document doc = Document::Adopt(d);
+    StatusOr<InsertOneResult> r = ck.InsertOne(doc.view());
+    if (!r.ok() && r.status().code() == ErrorCode::kDuplicateKey) return LoadOrigin();
+    return r.status();
+  }
+
+  Status ResolveNamespaces() {
+    if (opts.namespaces.empty()) return Status(ErrorCode::kInvalidOptions, "sync needs at least one namespace (--ns)");
+    for (const std::string& full : opts.namespaces) {
+      size_t dot = full.find('.');
+      if (dot == std::string::npos || dot == 0 || dot + 1 == full.size()) {
+        return Status(ErrorCode::kInvalidOptions, "'" + full + "' is not a namespace (db.collection)");
+      }
+      Ns ns;
+      ns.full = full;
+      ns.db = full.substr(0, dot);
+      ns.coll = full.substr(dot + 1);
+      if (ns.db == kStateDb || ns.db == kUpstreamDb) {
+        return Status(ErrorCode::kInvalidOptions, "'" + full + "' is sync's own state");
+      }
+      StatusOr<CollectionInfo> info = db->rep()->db->GetCollectionInfo(Namespace{ns.db, ns.coll});
+      if (info.ok()) {
+        ns.version_field = info->options.version_field;
+        ns.policy = info->options.conflict_policy;
+      }
+      nss.push_back(std::move(ns));
+    }
+    return Status::OK();
+  }
+
+  // ---- local state -----------------------------------------------------
+
+  StatusOr<Document> Checkpoint(const Ns& ns, Transaction* txn) {
+    FindOptions fo;
+    fo.txn = txn;
+    ASSIGN_OR_RETURN(std::optional<Document> c, State("checkpoints").FindOne(StrIdFilter(ns.full).view(), fo));
+    if (c) return std::move(*c);
+    return Document();
+  }
+
+  // Sets fields of the namespace's checkpoint (upsert).
+  Status SetCheckpoint(const Ns& ns, const bson_t* set, Transaction* txn) {
+    bson_t* u = bson_new();
+    BSON_APPEND_DOCUMENT(u, "$set", set);
+    Document upd = Document::Adopt(u);
+    UpdateOptions uo;
+    uo.upsert = true;
+    uo.write.txn = txn;
+    uo.write.context.agent_id = kSyncAgent;
+    return State("checkpoints").UpdateOne(StrIdFilter(ns.full).view(), upd.view(), uo).status();
+  }
+
+  struct Base {
+    bool exists = false;
+    std::optional<Document> doc;  // the last synced state (no version field)
+    int64_t up_version = -1;
+    bool pending = false;
+    bool conflict = false;
+  };
+
+  StatusOr<Base> LoadBase(const Ns& ns, const Value& id, Transaction* txn) {
+    FindOptions fo;
+    fo.txn = txn;
+    Document key = RecordKey(ns.full, id);
+    ASSIGN_OR_RETURN(std::optional<Document> r, State("base").FindOne(key.view(), fo));
+    Base b;
+    if (!r) return b;
+    b.exists = true;
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, r->bson(), "doc") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      const bson_value_t* v = bson_iter_value(&it);
+      ASSIGN_OR_RETURN(Document d, Document::FromBytes(v->value.v_doc.data, v->value.v_doc.data_len));
+      b.doc = std::move(d);
+    }
+    b.up_version = IntField(r->bson(), "upVersion").value_or(-1);
+    b.pending = bson_iter_init_find(&it, r->bson(), "pending") && bson_iter_as_bool(&it);
+    b.conflict = bson_iter_init_find(&it, r->bson(), "conflict") && bson_iter_as_bool(&it);
+    return b;
+  }
+
+  Status SaveBase(const Ns& ns, const Value& id, const Base& b, Transaction* txn) {
+    Document key = RecordKey(ns.full, id);
+    bson_t* d = bson_new();
+    bson_iter_t it;
+    bson_iter_init_find(&it, key.bson(), "_id");
+    bson_append_value(d, "_id", 3, bson_iter_value(&it));
+    if (b.doc) {
+      BSON_APPEND_DOCUMENT(d, "doc", b.doc->bson());
+    } else {
+      BSON_APPEND_NULL(d, "doc");
+    }
+    BSON_APPEND_INT64(d, "upVersion", b.up_version);
+    BSON_APPEND_BOOL(d, "pending", b.pending);
+    BSON_APPEND_BOOL(d, "conflict", b.conflict);
+    Document rec = Document::Adopt(d);
+    UpdateOptions uo;
+    uo.upsert = true;
+    uo.write.txn = txn;
+    uo.write.context.agent_id = kSyncAgent;
+    return State("base").ReplaceOne(key.view(), rec.view(), uo).status();
+  }
+
+  Status SaveConflict(const Ns& ns, const Value& id, const std::optional<Document>& base,
+                      const std::optional<Document>& local, const std::optional<Document>& upstream,
+                      Transaction* txn) {
+    Document key = RecordKey(ns.full, id);
+    bson_t* d = bson_new();
+    bson_iter_t it;
+    bson_iter_init_find(&it, key.bson(), "_id");
+    bson_append_value(d, "_id", 3, bson_iter_value(&it));
+    auto put = [&](const char* k, const std::optional<Document>& v) {
+      if (v) {
+        BSON_APPEND_DOCUMENT(d, k, v->bson());
+      } else {
+        BSON_APPEND_NULL(d, k);
+      }
+    };
+    put("local", local);
+    put("upstream", upstream);
+    put("base", base);
+    BSON_APPEND_UTF8(d, "policy", ConflictModeName(ns.policy.mode));
+    BSON_APPEND_DATE_TIME(d, "at", db->rep()->db->NowMs());
+    Document rec = Document::Adopt(d);
+    UpdateOptions uo;
+    uo.upsert = true;
+    uo.write.txn = txn;
+    uo.write.context.agent_id = kSyncAgent;
+    return State("conflicts").ReplaceOne(key.view(), rec.view(), uo).status();
+  }
+
+  // Makes the local document `want` (absent: deleted), through the write
+  // gate, based on `have` (what was read in this transaction).
+  Status WriteLocal(const Ns& ns, const Value& id, const std::optional<Document>& have,
+                    const std::optional<Document>& want, Transaction* txn) {
+    Collection c = db->GetCollection(ns.db, ns.coll);
+    WriteOptions w;
+    w.txn = txn;
+    w.context.agent_id = kSyncAgent;
+    w.context.source = "upstream";
+    if (have) w.basis_version = IntField(have->bson(), ns.version_field.c_str());
+    Document filter = IdFilter(id);
+    if (!want) {
+      if (!have) return Status::OK();
+      return c.DeleteOne(filter.view(), w).status();
+    }
+    if (!have) return c.InsertOne(want->view(), w).status();
+    UpdateOptions uo;
+    uo.write = w;
+    return c.ReplaceOne(filter.view(), want->view(), uo).status();
+  }
+
+  // One upstream state of a document (absent: deleted upstream), applied
+  // here: skipped when this side already has it, written when only the
+  // upstream changed it, decided by the policy when both did.  `token`
+  // (may be empty) is stored in the same local transaction.
+  Status ApplyUpstream(const Ns& ns, const Value& id, const std::optional<Document>& upstream_doc,
+                       std::optional<int64_t> up_version, const Document& token) {
+    std::optional<Document> u;
+    if (upstream_doc) u = Strip(upstream_doc->bson(), ns.version_field);
+    Status last;
+    for (int attempt = 0; attempt < kLocalRetries; ++attempt) {
+      StatusOr<std::unique_ptr<Transaction>> t = db->StartTransaction();
+      if (!t.ok()) return t.status();
+      Transaction* txn = t->get();
+      Status s = ApplyInTxn(ns, id, u, up_version, token, txn);
+      if (s.ok()) s = txn->Commit();
+      if (s.ok()) return s;
+      txn->Abort().PermitUnchecked();
+      last = s;
+      if (!IsTransientTransactionError(s) && s.code() != ErrorCode::kVersionConflict &&
+          s.code() != ErrorCode::kWriteConflict) {
+        return s;
+      }
+    }
+    return last;
+  }
+
+  Status ApplyInTxn(const Ns& ns, const Value& id, const std::optional<Document>& u,
+                    std::optional<int64_t> up_version, const Document& token, Transaction* txn) {
+    ASSIGN_OR_RETURN(Base b, LoadBase(ns, id, txn));
+    bool skip = false;
+    if (u && up_version && b.exists && b.up_version >= *up_version) skip = true;  // ours, or known
+    if (!u && b.exists && !b.doc) skip = true;                                     // already gone
+    if (!skip) {
+      FindOptions fo;
+      fo.txn = txn;
+      ASSIGN_OR_RETURN(std::optional<Document> have, db->GetCollection(ns.db, ns.coll).FindOne(IdFilter(id).view(), fo));
+      std::optional<Document> l;
+      if (have) l = Strip(have->bson(), ns.version_field);
+      const int64_t new_up = u ? up_version.value_or(-1) : b.up_version;
+      const bool local_changed = !SameDoc(l, b.exists ? b.doc : std::nullopt);
+      Base nb;
+      nb.exists = true;
+      nb.doc = u;
+      nb.up_version = new_up;
+      if (b.conflict) {
+        // Still unresolved: the upstream side of it moves on.
+        nb.conflict = true;
+        RETURN_IF_ERROR(SaveConflict(ns, id, b.doc, l, u, txn));
+      } else if (!local_changed) {
+        RETURN_IF_ERROR(WriteLocal(ns, id, have, u, txn));
+        ++report.pulled;
+      } else {
+        std::optional<std::optional<Document>> m = Merge(ns, b.exists ? b.doc : std::nullopt, l, u);
+        if (m) {
+          if (!SameDoc(*m, l)) RETURN_IF_ERROR(WriteLocal(ns, id, have, *m, txn));
+          nb.pending = !SameDoc(*m, u);
+          ++report.merged;
+        } else {
+          nb.conflict = true;
+          RETURN_IF_ERROR(SaveConflict(ns, id, b.exists ? b.doc : std::nullopt, l, u, txn));
+          ++report.conflicts;
+        }
+      }
+      RETURN_IF_ERROR(SaveBase(ns, id, nb, txn));
+    } else {
+      ++report.skipped;
+    }
+    if (!token.empty()) {
+      bson_t set = BSON_INITIALIZER;
+      BSON_APPEND_DOCUMENT(&set, "token", token.bson());
+      Status s = SetCheckpoint(ns, &set, txn);
+      bson_destroy(&set);
+      RETURN_IF_ERROR(s);
+    }
+    return Status::OK();
+  }
+
+  // ---- pull -------------------------------------------------------------
+
+  mongoc_collection_t* Upstream(const Ns& ns) { return mongoc_client_get_collection(client, ns.db.c_str(), ns.coll.c_str()); }
+
+  mongoc_change_stream_t* Watch(const Ns& ns, const Document* token, CollHandle* coll) {
+    coll->c = Upstream(ns);
+    bson_t pipeline = BSON_INITIALIZER, opts = BSON_INITIALIZER;
+    BSON_APPEND_UTF8(&opts, "fullDocument", "updateLookup");
+    BSON_APPEND_INT64(&opts, "maxAwaitTimeMS", opts_wait());
+    if (token != nullptr && !token->empty()) BSON_APPEND_DOCUMENT(&opts, "resumeAfter", token->bson());
+    mongoc_change_stream_t* cs = mongoc_collection_watch(coll->c, &pipeline, &opts);
+    bson_destroy(&pipeline);
+    bson_destroy(&opts);
+    return cs;
+  }
+  int64_t opts_wait() const { return opts.pull_wait_ms; }
+
+  Status StreamError(mongoc_change_stream_t* cs, const std::string& what) {
+    bson_error_t err;
+    const bson_t* reply = nullptr;
+    if (mongoc_change_stream_error_document(cs, &err, &reply)) return FromMongoc(err, what);
+    return Status::OK();
+  }
+
+  Status InitialSync(const Ns& ns) {
+    Progress("initial sync of " + ns.full);
+    CollHandle coll;
+    mongoc_change_stream_t* cs = Watch(ns, nullptr, &coll);
+    Status s = StreamError(cs, "cannot open a change stream on the upstream's " + ns.full);
+    Document token;
+    if (s.ok()) {
+      const bson_t* t = mongoc_change_stream_get_resume_token(cs);
+      if (t != nullptr) token = Document::Copy(t);
+    }
+    mongoc_change_stream_destroy(cs);
+    RETURN_IF_ERROR(s);
+    // The token came first: whatever changes during the copy is pulled
+    // again from it (and skipped when the copy had it).
+    bson_t filter = BSON_INITIALIZER;
+    mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll.c, &filter, nullptr, nullptr);
+    bson_destroy(&filter);
+    const bson_t* doc;
+    int64_t n = 0;
+    while (s.ok() && mongoc_cursor_next(cur, &doc)) {
+      bson_iter_t it;
+      if (!bson_iter_init_find(&it, doc, "_id")) continue;
+      Value id(*bson_iter_value(&it));
+      s = ApplyUpstream(ns, id, Document::Copy(doc), IntField(doc, ns.version_field.c_str()), Document());
+      if (++n % 10000 == 0) Progress(ns.full + ": " + std::to_string(n) + " documents copied");
+    }
+    bson_error_t err;
+    if (s.ok() && mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream's " + ns.full);
+    mongoc_cursor_destroy(cur);
+    RETURN_IF_ERROR(s);
+    bson_t set = BSON_INITIALIZER;
+    if (!token.empty()) BSON_APPEND_DOCUMENT(&set, "token", token.bson());
+    BSON_APPEND_BOOL(&set, "initialized", true);
+    s = SetCheckpoint(ns, &set, nullptr);
+    bson_destroy(&set);
+    return s;
+  }
+
+  Status Pull(const Ns& ns) {
+    ASSIGN_OR_RETURN(Document ck, Checkpoint(ns, nullptr));
+    bson_iter_t it;
+    if (!(bson_iter_init_find(&it, ck.bson(), "initialized") && bson_iter_as_bool(&it))) {
+      RETURN_IF_ERROR(InitialSync(ns));
+      ASSIGN_OR_RETURN(ck, Checkpoint(ns, nullptr));
+    }
+    Document token;
+    if (bson_iter_init_find(&it, ck.bson(), "token") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+      const bson_value_t* v = bson_iter_value(&it);
+      ASSIGN_OR_RETURN(token, Document::FromBytes(v->value.v_doc.data, v->value.v_doc.data_len));
+    }
+    CollHandle coll;
+    mongoc_change_stream_t* cs = Watch(ns, &token, &coll);
+    const bson_t* ev;
+    Status s;
+    while (s.ok() && mongoc_change_stream_next(cs, &ev)) {
+      const bson_t* t = mongoc_change_stream_get_resume_token(cs);
+      Document tok = t != nullptr ? Document::Copy(t) : Document();
+      std::string op;
+      if (bson_iter_init_find(&it, ev, "operationType") && BSON_ITER_HOLDS_UTF8(&it)) op = bson_iter_utf8(&it, nullptr);
+      if (op != "insert" && op != "update" && op != "replace" && op != "delete") {
+        Progress(ns.full + ": the upstream's change stream ended with '" + op + "'");
+        break;
+      }
+      bson_iter_t key;
+      if (!bson_iter_init(&it, ev) || !bson_iter_find_descendant(&it, "documentKey._id", &key)) continue;
+      Value id(*bson_iter_value(&key));
+      std::optional<Document> u;
+      if (op != "delete" && bson_iter_init_find(&it, ev, "fullDocument") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+        const bson_value_t* v = bson_iter_value(&it);
+        StatusOr<Document> d = Document::FromBytes(v->value.v_doc.data, v->value.v_doc.data_len);
+        if (!d.ok()) {
+          s = d.status();
+          break;
+        }
+        u = std::move(*d);
+      }
+      std::optional<int64_t> v = u ? IntField(u->bson(), ns.version_field.c_str()) : std::nullopt;
+      s = ApplyUpstream(ns, id, u, v, tok);
+    }
+    if (s.ok()) s = StreamError(cs, "pulling " + ns.full + " from the upstream");
+    if (s.ok()) {
+      // Caught up: the position moves past what was not ours to apply.
+      const bson_t* t = mongoc_change_stream_get_resume_token(cs);
+      if (t != nullptr) {
+        bson_t set = BSON_INITIALIZER;
+        BSON_APPEND_DOCUMENT(&set, "token", t);
+        s = SetCheckpoint(ns, &set, nullptr);
+        bson_destroy(&set);
+      }
+    }
+    mongoc_change_stream_destroy(cs);
+    return s;
+  }
+
+  // ---- push -------------------------------------------------------------
+
+  struct PushOp {
+    Value id;
+    std::optional<Document> doc;  // what this side has (no version field); absent: deleted
+    Base base;
+    int64_t new_up_version = -1;
+  };
+
+  // The upstream's checkpoint of this origin and namespace: its last batch.
+  StatusOr<int64_t> UpstreamBatch(const Ns& ns) {
+    mongoc_collection_t* c = mongoc_client_get_collection(client, kUpstreamDb, kUpstreamCheckpoints);
+    Document f = StrIdFilter(origin + "|" + ns.full);
+    mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, f.bson(), nullptr, nullptr);
+    const bson_t* d;
+    int64_t batch = 0;
+    if (mongoc_cursor_next(cur, &d)) batch = IntField(d, "batch").value_or(0);
+    bson_error_t err;
+    Status s;
+    if (mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream checkpoint");
+    mongoc_cursor_destroy(cur);
+    mongoc_collection_destroy(c);
+    RETURN_IF_ERROR(s);
+    return batch;
+  }
+
+  // A batch recorded in "inflight" whose outcome a previous run did not
+  // see: applied upstream (its checkpoint says so) or not.
+  Status FinishInflight(const Ns& ns) {
+    Collection inflight = State("inflight");
+    ASSIGN_OR_RETURN(std::optional<Document> rec, inflight.FindOne(StrIdFilter(ns.full).view()));
+    if (!rec) return Status::OK();
+    int64_t batch = IntField(rec->bson(), "batch").value_or(0);
+    ASSIGN_OR_RETURN(int64_t up, UpstreamBatch(ns));
+    if (up >= batch) {
+      Progress(ns.full + ": batch " + std::to_string(batch) + " reached the upstream before the last run stopped");
+      bson_iter_t it, arr;
+      if (bson_iter_init_find(&it, rec->bson(), "docs") && bson_iter_recurse(&it, &arr)) {
+        std::vector<PushOp> ops;
+        while (bson_iter_next(&arr)) {
+          bson_t entry;
+          const bson_value_t* v = bson_iter_value(&arr);
+          bson_init_static(&entry, v->value.v_doc.data, v->value.v_doc.data_len);
+          bson_iter_t f;
+          PushOp op;
+          if (!bson_iter_init_find(&f, &entry, "id")) continue;
+          op.id = Value(*bson_iter_value(&f));
+          if (bson_iter_init_find(&f, &entry, "doc") && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+            const bson_value_t* dv = bson_iter_value(&f);
+            ASSIGN_OR_RETURN(Document d, Document::FromBytes(dv->value.v_doc.data, dv->value.v_doc.data_len));
+            op.doc = std::move(d);
+          }
+          op.new_up_version = IntField(&entry, "upVersion").value_or(-1);
+          ops.push_back(std::move(op));
+        }
+        RETURN_IF_ERROR(RecordPushed(ns, ops, std::nullopt));
+      }
+      bson_t set = BSON_INITIALIZER;
+      BSON_APPEND_INT64(&set, "batch", batch);
+      Status s = SetCheckpoint(ns, &set, nullptr);
+      bson_destroy(&set);
+      RETURN_IF_ERROR(s);
+    }
+    return inflight.DeleteOne(StrIdFilter(ns.full).view()).status();
+  }
+
+  // After an upstream commit: the bases are what was pushed; with
+  // `push_seq`, the push checkpoint moves to it.
+  Status RecordPushed(const Ns& ns, const std::vector<PushOp>& ops, std::optional<uint64_t> push_seq) {
+    Status last;
+    for (int attempt = 0; attempt < kLocalRetries; ++attempt) {
+      StatusOr<std::unique_ptr<Transaction>> t = db->StartTransaction();
+      if (!t.ok()) return t.status();
+      Transaction* txn = t->get();
+      Status s;
+      for (const PushOp& op : ops) {
+        ASSIGN_OR_RETURN(Base cur, LoadBase(ns, op.id, txn));
+        Base nb;
+        nb.exists = true;
+        nb.doc = op.doc;
+        nb.up_version = op.new_up_version;
+        nb.conflict = cur.conflict;
+        s = SaveBase(ns, op.id, nb, txn);
+        if (!s.ok()) break;
+      }
+      if (s.ok() && push_seq) {
+        bson_t set = BSON_INITIALIZER;
+        BSON_APPEND_INT64(&set, "pushSeq", static_cast<int64_t>(*push_seq));
+        s = SetCheckpoint(ns, &set, txn);
+        bson_destroy(&set);
+      }
+      if (s.ok()) s = txn->Commit();
+      if (s.ok()) return s;
+      txn->Abort().PermitUnchecked();
+      last = s;
+      if (!IsTransientTransactionError(s) && s.code() != ErrorCode::kWriteConflict) return s;
+    }
+    return last;
+  }
+
+  // The documents this side changed since the push checkpoint (by anyone
+  // but sync itself), and those a merge left pending.
+  Status PendingIds(const Ns& ns, uint64_t after, std::vector<Value>* ids, uint64_t* upto) {
+    std::set<std::string> seen;
+    auto add = [&](const Value& id) {
+      if (seen.insert(id.ToJson()).second) ids->push_back(id);
+    };
+    JournalQuery q;
+    q.db = ns.db;
+    q.collection = ns.coll;
+    q.after_seq = after;
+    q.limit = 10000;
+    *upto = after;
+    for (;;) {
+      ASSIGN_OR_RETURN(JournalBatch b, db->ReadJournal(q));
+      for (const Document& e : b.events) {
+        bson_iter_t it, agent;
+        if (bson_iter_init(&it, e.bson()) && bson_iter_find_descendant(&it, "writeContext.agentId", &agent) &&
+            BSON_ITER_HOLDS_UTF8(&agent) && std::string_view(bson_iter_utf8(&agent, nullptr)) == kSyncAgent) {
+          continue;
+        }
+        if (bson_iter_init_find(&it, e.bson(), "op") && std::string_view(bson_iter_utf8(&it, nullptr)) == "conflict") {
+          continue;
+        }
+        if (bson_iter_init_find(&it, e.bson(), "_id")) add(Value(*bson_iter_value(&it)));
+      }
+      *upto = std::max<uint64_t>(*upto, b.next_after_seq);
+      if (b.events.empty() || b.next_after_seq >= b.last_seq) break;
+      q.after_seq = b.next_after_seq;
+    }
+    bson_t* f = bson_new();
+    BSON_APPEND_UTF8(f, "_id.ns", ns.full.c_str());
+    BSON_APPEND_BOOL(f, "pending", true);
+    Document filter = Document::Adopt(f);
+    ASSIGN_OR_RETURN(std::vector<Document> pend, State("base").Find(filter.view()));
+    for (const Document& p : pend) {
+      bson_iter_t it;
+      if (bson_iter_init(&it, p.bson()) && bson_iter_find_descendant(&it, "_id.id", &it)) add(Value(*bson_iter_value(&it)));
+    }
+    return Status::OK();
+  }
+
+  // The upstream versions of `ids` now (absent: no such document).
+  StatusOr<std::map<std::string, int64_t>> UpstreamVersions(const Ns& ns, const std::vector<PushOp>& ops) {
+    std::map<std::string, int64_t> out;
+    bson_t* f = bson_new();
+    bson_t idf, in;
+    BSON_APPEND_DOCUMENT_BEGIN(f, "_id", &idf);
+    BSON_APPEND_ARRAY_BEGIN(&idf, "$in", &in);
+    for (size_t i = 0; i < ops.size(); ++i) ops[i].id.AppendTo(&in, std::to_string(i).c_str());
+    bson_append_array_end(&idf, &in);
+    bson_append_document_end(f, &idf);
+    Document filter = Document::Adopt(f);
+    bson_t opts = BSON_INITIALIZER, proj;
+    BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
+    BSON_APPEND_INT32(&proj, ns.version_field.c_str(), 1);
+    bson_append_document_end(&opts, &proj);
+    CollHandle coll;
+    coll.c = Upstream(ns);
+    mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll.c, filter.bson(), &opts, nullptr);
+    bson_destroy(&opts);
+    const bson_t* d;
+    while (mongoc_cursor_next(cur, &d)) {
+      bson_iter_t it;
+      if (!bson_iter_init_find(&it, d, "_id")) continue;
+      out[Value(*bson_iter_value(&it)).ToJson()] = IntField(d, ns.version_field.c_str()).value_or(-1);
+    }
+    bson_error_t err;
+    Status s;
+    if (mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading upstream versions");
+    mongoc_cursor_destroy(cur);
+    RETURN_IF_ERROR(s);
+    return out;
+  }
+
+  // Pushes what this side changed.  *blocked: some documents moved
+  // upstream meanwhile (a pull decides them first).
+  Status Push(const Ns& ns, bool* blocked) {
+    ASSIGN_OR_RETURN(Document ck, Checkpoint(ns, nullptr));
+    const uint64_t push_seq = static_cast<uint64_t>(IntField(ck.bson(), "pushSeq").value_or(0));
+    // Batch numbers only grow, on both sides (a run may have stopped between
+    // the upstream's commit and this side's record of it).
+    ASSIGN_OR_RETURN(int64_t up_batch, UpstreamBatch(ns));
+    int64_t batch_no = std::max(IntField(ck.bson(), "batch").value_or(0), up_batch);
+    std::vector<Value> ids;
+    uint64_t upto = push_seq;
+    RETURN_IF_ERROR(PendingIds(ns, push_seq, &ids, &upto));
+    bool all_done = true;
+    Collection local = db->GetCollection(ns.db, ns.coll);
+    for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(opts.batch_size)) {
+      size_t end = std::min(ids.size(), start + static_cast<size_t>(opts.batch_size));
+      std::vector<PushOp> ops;
+      std::vector<PushOp> unchanged;  // pending flags to clear
+      for (size_t i = start; i < end; ++i) {
+        PushOp op;
+        op.id = ids[i];
+        ASSIGN_OR_RETURN(op.base, LoadBase(ns, op.id, nullptr));
+        if (op.base.conflict) {
+          all_done = false;  // waits for syncResolve
+          continue;
+        }
+        ASSIGN_OR_RETURN(std::optional<Document> have, local.FindOne(IdFilter(op.id).view()));
+        if (have) op.doc = Strip(have->bson(), ns.version_field);
+        std::optional<Document> base_doc = op.base.exists ? op.base.doc : std::nullopt;
+        if (SameDoc(op.doc, base_doc)) {
+          if (op.base.pending) {
+            op.new_up_version = op.base.up_version;
+            unchanged.push_back(std::move(op));
+          }
+          continue;
+        }
+        ops.push_back(std::move(op));
+      }
+      if (!unchanged.empty()) RETURN_IF_ERROR(RecordPushed(ns, unchanged, std::nullopt));
+      if (ops.empty()) continue;
+      ASSIGN_OR_RETURN(auto versions, UpstreamVersions(ns, ops));
+      std::vector<PushOp> ready;
+      for (PushOp& op : ops) {
+        auto it = versions.find(op.id.ToJson());
+        const bool up_exists = it != versions.end();
+        const bool base_has = op.base.exists && op.base.doc.has_value();
+        if (base_has ? (!up_exists || it->second != op.base.up_version) : up_exists) {
+          *blocked = true;  // the upstream moved: the next pull decides
+          all_done = false;
+          continue;
+        }
+        if (!op.doc && !base_has) continue;
+        op.new_up_version = !base_has ? 0 : op.doc ? op.base.up_version + 1 : op.base.up_version;
+        ready.push_back(std::move(op));
+      }
+      if (ready.empty()) continue;
+      ++batch_no;
+      RETURN_IF_ERROR(RecordInflight(ns, batch_no, ready));
+      Status s = SendBatch(ns, batch_no, ready);
+      if (!s.ok()) {
+        // Did it commit anyway?  The upstream checkpoint is in the same
+        // transaction.  When that cannot be read, the batch stays in
+        // flight for the next run to decide.
+        StatusOr<int64_t> up = UpstreamBatch(ns);
+        if (!up.ok()) return s;
+        if (*up < batch_no) {
+          const bool definite = s.code() == ErrorCode::kWriteConflict;
+          if (!definite) return s;  // a lost commit reply: decided by the next run
+          RETURN_IF_ERROR(State("inflight").DeleteOne(StrIdFilter(ns.full).view()).status());
+          *blocked = true;  // the upstream moved under the batch
+          all_done = false;
+          continue;
+        }
+      }
+      RETURN_IF_ERROR(RecordPushed(ns, ready, std::nullopt));
+      RETURN_IF_ERROR(State("inflight").DeleteOne(StrIdFilter(ns.full).view()).status());
+      bson_t set = BSON_INITIALIZER;
+      BSON_APPEND_INT64(&set, "batch", batch_no);
+      Status cs = SetCheckpoint(ns, &set, nullptr);
+      bson_destroy(&set);
+      RETURN_IF_ERROR(cs);
+      report.pushed += static_cast<int64_t>(ready.size());
+      Progress(ns.full + ": pushed " + std::to_string(report.pushed) + " documents");
+    }
+    if (all_done && upto > push_seq) {
+      bson_t set = BSON_INITIALIZER;
+      BSON_APPEND_INT64(&set, "pushSeq", static_cast<int64_t>(upto));
+      Status s = SetCheckpoint(ns, &set, nullptr);
+      bson_destroy(&set);
+      RETURN_IF_ERROR(s);
+    }
+    return Status::OK();
+  }
+
+  Status RecordInflight(const Ns& ns, int64_t batch, const std::vector<PushOp>& ops) {
+    bson_t* d = bson_new();
+    BSON_APPEND_UTF8(d, "_id", ns.full.c_str());
+    BSON_APPEND_INT64(d, "batch", batch);
+    bson_t arr;
+    BSON_APPEND_ARRAY_BEGIN(d, "docs", &arr);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      bson_t e;
+      BSON_APPEND_DOCUMENT_BEGIN(&arr, std::to_string(i).c_str(), &e);
+      ops[i].id.AppendTo(&e, "id");
+      if (ops[i].doc) {
+        BSON_APPEND_DOCUMENT(&e, "doc", ops[i].doc->bson());
+      } else {
+        BSON_APPEND_NULL(&e, "doc");
+      }
+      BSON_APPEND_INT64(&e, "upVersion", ops[i].new_up_version);
+      bson_append_document_end(&arr, &e);
+    }
+    bson_append_array_end(d, &arr);
+    Document rec = Document::Adopt(d);
+    UpdateOptions uo;
+    uo.upsert = true;
+    uo.write.context.agent_id = kSyncAgent;
+    return State("inflight").ReplaceOne(StrIdFilter(ns.full).view(), rec.view(), uo).status();
+  }
+
+  // One upstream transaction: every conditional write of the batch and the
+  // origin's checkpoint.  A write whose condition no longer holds aborts
+  // it (WriteConflict): the upstream moved.
+  Status SendBatch(const Ns& ns, int64_t batch, const std::vector<PushOp>& ops) {
+    bson_error_t err;
+    mongoc_client_session_t* session = mongoc_client_start_session(client, nullptr, &err);
+    if (session == nullptr) return FromMongoc(err, "cannot start an upstream session");
+    Status s;
+    if (!mongoc_client_session_start_transaction(session, nullptr, &err)) {
+      s = FromMongoc(err, "cannot start an upstream transaction");
+    }
+    bson_t sopts = BSON_INITIALIZER;
+    if (s.ok() && !mongoc_client_session_append(session, &sopts, &err)) s = FromMongoc(err, "session");
+    CollHandle coll;
+    coll.c = Upstream(ns);
+    for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
+      const PushOp& op = ops[i];
+      const bool base_has = op.base.exists && op.base.doc.has_value();
+      bson_t reply;
+      bool ok = true;
+      int64_t affected = 1;
+      if (!base_has) {
+        bson_t* doc = bson_new();
+        bson_concat(doc, op.doc->bson());
+        if (!hub) BSON_APPEND_INT64(doc, ns.version_field.c_str(), 0);
+        ok = mongoc_collection_insert_one(coll.c, doc, &sopts, &reply, &err);
+        bson_destroy(doc);
+      } else {
+        bson_t* filter = bson_new();
+        op.id.AppendTo(filter, "_id");
+        if (op.base.up_version >= 0) {
+          BSON_APPEND_INT64(filter, ns.version_field.c_str(), op.base.up_version);
+        } else {
+          bson_t ex;
+          BSON_APPEND_DOCUMENT_BEGIN(filter, ns.version_field.c_str(), &ex);
+          BSON_APPEND_BOOL(&ex, "$exists", false);
+          bson_append_document_end(filter, &ex);
+        }
+        if (!op.doc) {
+          ok = mongoc_collection_delete_one(coll.c, filter, &sopts, &reply, &err);
+          if (ok) affected = IntField(&reply, "deletedCount").value_or(0);
+        } else {
+          std::vector<std::string> paths = Changed(op.base.doc->bson(), op.doc->bson());
+          std::set<std::string> inc_paths;
+          if (ns.policy.mode == ConflictMode::kFieldMerge && ns.policy.merge_increments) {
+            inc_paths.insert(paths.begin(), paths.end());  // counters add, as the merge does
+          }
+          Document delta = BuildDelta(op.base.doc->bson(), op.doc->bson(), paths, inc_paths,
+                                      hub ? nullptr : &ns.version_field);
+          ok = mongoc_collection_update_one(coll.c, filter, delta.bson(), &sopts, &reply, &err);
+          if (ok) affected = IntField(&reply, "matchedCount").value_or(0);
+        }
+        bson_destroy(filter);
+      }
+      if (!ok) {
+        s = FromMongoc(err, "pushing to the upstream's " + ns.full);
+      } else if (affected != 1) {
+        s = Status(ErrorCode::kWriteConflict, "the upstream document changed since this side last saw it");
+      }
+      bson_destroy(&reply);
+    }
+    if (s.ok()) {
+      mongoc_collection_t* ckc = mongoc_client_get_collection(client, kUpstreamDb, kUpstreamCheckpoints);
+      Document f = StrIdFilter(origin + "|" + ns.full);
+      bson_t u = BSON_INITIALIZER, set, o = BSON_INITIALIZER, reply;
+      BSON_APPEND_DOCUMENT_BEGIN(&u, "$set", &set);
+      BSON_APPEND_INT64(&set, "batch", batch);
+      BSON_APPEND_UTF8(&set, "origin", origin.c_str());
+      BSON_APPEND_UTF8(&set, "ns", ns.full.c_str());
+      BSON_APPEND_DATE_TIME(&set, "at", db->rep()->db->NowMs());
+      bson_append_document_end(&u, &set);
+      bson_concat(&o, &sopts);
+      BSON_APPEND_BOOL(&o, "upsert", true);
+      if (!mongoc_collection_update_one(ckc, f.bson(), &u, &o, &reply, &err)) {
+        s = FromMongoc(err, "advancing the upstream checkpoint");
+      }
+      bson_destroy(&reply);
+      bson_destroy(&u);
+      bson_destroy(&o);
+      mongoc_collection_destroy(ckc);
+    }
+    if (s.ok()) {
+      bson_t reply;
+      if (!mongoc_client_session_commit_transaction(session, &reply, &err)) {
+        s = FromMongoc(err, "committing the push to the upstream");
+      }
+      bson_destroy(&reply);
+    } else {
+      mongoc_client_session_abort_transaction(session, nullptr);
+    }
+    bson_destroy(&sopts);
+    mongoc_client_session_destroy(session);
+    return s;
+  }
+
+  StatusOr<SyncReport> RunOnce() {
+    report = SyncReport();
+    for (const Ns& ns : nss) RETURN_IF_ERROR(FinishInflight(ns));
+    for (int round = 0; round < kMaxRounds; ++round) {
+      bool blocked = false;
+      const SyncReport before = report;
+      for (const Ns& ns : nss) RETURN_IF_ERROR(Pull(ns));
+      for (const Ns& ns : nss) RETURN_IF_ERROR(Push(ns, &blocked));
+      const bool moved = report.pushed != before.pushed || report.pulled != before.pulled ||
+                         report.merged != before.merged;
+      if (!blocked && !moved) break;
+      if (!blocked && round > 0) break;
+    }
+    // Our own pushes, coming back, are recognised and skipped.
+    for (const Ns& ns : nss) RETURN_IF_ERROR(Pull(ns));
+    return report;
+  }
+};
+
+Sync::Sync(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Sync::~Sync() = default;
+
+StatusOr<std::unique_ptr<Sync>> Sync::Open(Database* db, SyncOptions options) {
+  if (db == nullptr) return Status(ErrorCode::kInvalidOptions, "sync needs a database");
+  if (options.upstream_uri.empty()) return Status(ErrorCode::kInvalidOptions, "sync needs an upstream URI (--upstream)");
+  if (options.batch_size <= 0) return Status(ErrorCode::kInvalidOptions, "batch_size must be positive");
+  auto impl = std::make_unique<Impl>();
+  impl->db = db;
+  impl->opts = std::move(options);
+  RETURN_IF_ERROR(impl->ResolveNamespaces());
+  RETURN_IF_ERROR(impl->Connect());
+  RETURN_IF_ERROR(impl->LoadOrigin());
+  return std::unique_ptr<Sync>(new Sync(std::move(impl)));
+}
+
+StatusOr<SyncReport> Sync::RunOnce() { return impl_->RunOnce(); }
+
+}  // namespace gatedb

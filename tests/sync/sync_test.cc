@@ -1,0 +1,260 @@
+// Upstream sync against a real hub: `gatedb serve`'s WireServer on its own
+// data directory, in process, reached over loopback by libmongoc; edges are
+// data directories of their own.  Every test checks the hub's and the
+// edges' documents after syncing, not the sync's report alone.
+#include "gatedb/sync.h"
+
+#include <map>
+#include <thread>
+
+#include "api/server/wire_server.h"
+#include "tests/testutil/test_util.h"
+
+namespace gatedb {
+namespace {
+
+using test::Json;
+
+class SyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto hub = Database::Open(dir_.path() + "/hub");
+    ASSERT_OK(hub);
+    hub_ = std::move(*hub);
+    server::ServerOptions o;
+    o.port = 0;
+    o.quiet = true;
+    o.log = [](const std::string&) {};
+    auto s = server::WireServer::Start(hub_.get(), o);
+    ASSERT_OK(s);
+    server_ = std::move(*s);
+    uri_ = "mongodb://127.0.0.1:" + std::to_string(server_->port()) + "/?replicaSet=gatedb&serverSelectionTimeoutMS=5000";
+  }
+  void TearDown() override {
+    edges_.clear();
+    if (server_) server_->Stop();
+    server_.reset();
+    hub_.reset();
+  }
+
+  // An edge; `policy`: the orders collection's conflictPolicy (JSON).
+  Database* Edge(const std::string& name, const std::string& policy = "") {
+    auto db = Database::Open(dir_.path() + "/" + name);
+    EXPECT_TRUE(db.ok()) << db.status().ToString();
+    if (!policy.empty()) {
+      Document r = (*db)->RunCommand(
+          Json(R"({"create": "orders", "conflictPolicy": )" + policy + R"(, "$db": "shop"})").view());
+      EXPECT_EQ(test::IntAt(r.bson(), "ok"), 1) << r.ToJson();
+    }
+    edges_[name] = std::move(*db);
+    return edges_[name].get();
+  }
+
+  SyncReport SyncOnce(Database* edge, const std::string& origin) {
+    SyncOptions o;
+    o.upstream_uri = uri_;
+    o.namespaces = {"shop.orders"};
+    o.origin = origin;
+    o.batch_size = 3;  // several upstream transactions per run
+    auto s = Sync::Open(edge, o);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (!s.ok()) return SyncReport();
+    auto r = (*s)->RunOnce();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : SyncReport();
+  }
+
+  // {_id json: document without the version field}
+  static std::map<std::string, std::string> Docs(Database* db) {
+    std::map<std::string, std::string> out;
+    auto docs = db->GetCollection("shop", "orders").Find(Json("{}").view());
+    EXPECT_TRUE(docs.ok());
+    if (!docs.ok()) return out;
+    for (const Document& d : *docs) {
+      bson_t* c = bson_new();
+      bson_copy_to_excluding_noinit(d.bson(), c, "version", nullptr);
+      Document stripped = Document::Adopt(c);
+      bson_iter_t it;
+      bson_iter_init_find(&it, d.bson(), "_id");
+      out[Value(*bson_iter_value(&it)).ToJson()] = stripped.ToJson();
+    }
+    return out;
+  }
+
+  int64_t Field(Database* db, const std::string& id_json, const char* field) {
+    auto d = db->GetCollection("shop", "orders").FindOne(Json(R"({"_id": )" + id_json + "}").view());
+    if (!d.ok() || !*d) return -999;
+    return test::IntAt((*d)->bson(), field);
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<Database> hub_;
+  std::unique_ptr<server::WireServer> server_;
+  std::string uri_;
+  std::map<std::string, std::unique_ptr<Database>> edges_;
+};
+
+TEST_F(SyncTest, TwoEdgesAndAHubConverge) {
+  Database* a = Edge("a");
+  Database* b = Edge("b");
+  Collection ca = a->GetCollection("shop", "orders");
+  Collection cb = b->GetCollection("shop", "orders");
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_OK(ca.InsertOne(Json(R"({"_id": "a)" + std::to_string(i) + R"(", "n": )" + std::to_string(i) + "}").view()));
+  }
+  ASSERT_OK(cb.InsertOne(Json(R"({"_id": "b0", "status": "open"})").view()));
+  SyncReport ra = SyncOnce(a, "a");
+  EXPECT_EQ(ra.pushed, 7);
+  SyncReport rb = SyncOnce(b, "b");
+  EXPECT_EQ(rb.pushed, 1);
+  EXPECT_EQ(rb.pulled, 7);
+  SyncReport ra2 = SyncOnce(a, "a");
+  EXPECT_EQ(ra2.pulled, 1);
+  EXPECT_EQ(ra2.pushed, 0);
+  EXPECT_EQ(Docs(a), Docs(hub_.get()));
+  EXPECT_EQ(Docs(b), Docs(hub_.get()));
+  EXPECT_EQ(Docs(hub_.get()).size(), 8u);
+
+  // Updates and deletes travel too; a second run has nothing to do.
+  ASSERT_OK(ca.UpdateOne(Json(R"({"_id": "a1"})").view(), Json(R"({"$set": {"n": 100}, "$unset": {"x": 1}})").view()));
+  ASSERT_OK(cb.DeleteOne(Json(R"({"_id": "a2"})").view()));
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  SyncOnce(a, "a");
+  EXPECT_EQ(Field(hub_.get(), R"("a1")", "n"), 100);
+  EXPECT_EQ(Field(b, R"("a1")", "n"), 100);
+  EXPECT_EQ(Field(a, R"("a2")", "n"), -999) << "deleted on b, so everywhere";
+  EXPECT_EQ(Docs(a), Docs(hub_.get()));
+  EXPECT_EQ(Docs(b), Docs(hub_.get()));
+  SyncReport idle = SyncOnce(a, "a");
+  EXPECT_EQ(idle.pushed + idle.pulled + idle.merged + idle.conflicts, 0) << idle.ToJson();
+  // Each edge's writes were applied upstream once: the hub's versions.
+  EXPECT_EQ(Field(hub_.get(), R"("a1")", "version"), 1);
+  EXPECT_EQ(Field(hub_.get(), R"("a0")", "version"), 0);
+}
+
+TEST_F(SyncTest, FieldMergeMergesDisjointFieldsAndAddsIncrements) {
+  const std::string policy = R"({"mode": "fieldMerge", "mergeIncrements": true})";
+  Database* a = Edge("a", policy);
+  Database* b = Edge("b", policy);
+  ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 1, "count": 10, "status": "new"})").view()));
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  ASSERT_EQ(Field(b, "1", "count"), 10);
+  // Offline, both change the document: disjoint fields, and the same counter.
+  ASSERT_OK(a->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                        Json(R"({"$inc": {"count": 5}, "$set": {"status": "paid"}})").view()));
+  ASSERT_OK(b->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                        Json(R"({"$inc": {"count": 3}, "$set": {"note": "fragile"}})").view()));
+  SyncOnce(a, "a");
+  SyncReport rb = SyncOnce(b, "b");
+  EXPECT_EQ(rb.merged, 1) << rb.ToJson();
+  SyncOnce(a, "a");
+  for (Database* db : {a, b, hub_.get()}) {
+    EXPECT_EQ(Field(db, "1", "count"), 18) << "both increments, exactly";
+    auto d = db->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+    ASSERT_OK(d);
+    ASSERT_TRUE(d->has_value());
+    EXPECT_EQ(test::StrAt((*d)->bson(), "status"), "paid");
+    EXPECT_EQ(test::StrAt((*d)->bson(), "note"), "fragile");
+  }
+}
+
+TEST_F(SyncTest, RejectLeavesBothSidesAndListsTheConflict) {
+  Database* a = Edge("a");
+  Database* b = Edge("b");
+  ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 1, "status": "new"})").view()));
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  ASSERT_OK(a->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                        Json(R"({"$set": {"status": "paid"}})").view()));
+  ASSERT_OK(b->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                        Json(R"({"$set": {"status": "void"}})").view()));
+  SyncOnce(a, "a");
+  SyncReport rb = SyncOnce(b, "b");
+  EXPECT_EQ(rb.conflicts, 1) << rb.ToJson();
+  auto hub_doc = hub_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+  ASSERT_OK(hub_doc);
+  EXPECT_EQ(test::StrAt((*hub_doc)->bson(), "status"), "paid") << "b's write never overwrote a's";
+  auto b_doc = b->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+  ASSERT_OK(b_doc);
+  EXPECT_EQ(test::StrAt((*b_doc)->bson(), "status"), "void") << "b keeps its value until resolved";
+  auto listed = b->GetCollection("__gatedb_sync", "conflicts").Find(Json("{}").view());
+  ASSERT_OK(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(test::StrAt((*listed)[0].bson(), "local.status"), "void");
+  EXPECT_EQ(test::StrAt((*listed)[0].bson(), "upstream.status"), "paid");
+  EXPECT_EQ(test::StrAt((*listed)[0].bson(), "base.status"), "new");
+}
+
+// A run stopped after the upstream committed a batch and before this side
+// recorded it: the next run finishes it from the upstream checkpoint and
+// applies nothing twice.
+TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
+  Database* a = Edge("a", R"({"mode": "fieldMerge", "mergeIncrements": true})");
+  Collection ca = a->GetCollection("shop", "orders");
+  ASSERT_OK(ca.InsertOne(Json(R"({"_id": 1, "count": 0})").view()));
+  SyncOnce(a, "a");
+  ASSERT_OK(ca.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 4}})").view()));
+  // Keep what this side knew before pushing: the state a killed run leaves.
+  Collection base = a->GetCollection("__gatedb_sync", "base");
+  Collection ck = a->GetCollection("__gatedb_sync", "checkpoints");
+  auto saved_base = base.Find(Json("{}").view());
+  auto saved_ck = ck.Find(Json(R"({"_id": "shop.orders"})").view());
+  ASSERT_OK(saved_base);
+  ASSERT_OK(saved_ck);
+  SyncOnce(a, "a");
+  ASSERT_EQ(Field(hub_.get(), "1", "count"), 4);
+  // Roll this side's record back to before that push, with the batch in
+  // flight as the killed run would have left it.
+  ASSERT_OK(base.DeleteMany(Json("{}").view()));
+  for (const Document& d : *saved_base) ASSERT_OK(base.InsertOne(d.view()));
+  ASSERT_OK(ck.DeleteOne(Json(R"({"_id": "shop.orders"})").view()));
+  for (const Document& d : *saved_ck) ASSERT_OK(ck.InsertOne(d.view()));
+  bson_t* inflight = bson_new();
+  BSON_APPEND_UTF8(inflight, "_id", "shop.orders");
+  BSON_APPEND_INT64(inflight, "batch", test::IntAt((*saved_ck)[0].bson(), "batch") + 1);
+  bson_t arr, e, doc;
+  BSON_APPEND_ARRAY_BEGIN(inflight, "docs", &arr);
+  BSON_APPEND_DOCUMENT_BEGIN(&arr, "0", &e);
+  BSON_APPEND_INT32(&e, "id", 1);
+  BSON_APPEND_DOCUMENT_BEGIN(&e, "doc", &doc);
+  BSON_APPEND_INT32(&doc, "_id", 1);
+  BSON_APPEND_INT32(&doc, "count", 4);
+  bson_append_document_end(&e, &doc);
+  BSON_APPEND_INT64(&e, "upVersion", 1);
+  bson_append_document_end(&arr, &e);
+  bson_append_array_end(inflight, &arr);
+  Document rec = Document::Adopt(inflight);
+  ASSERT_OK(a->GetCollection("__gatedb_sync", "inflight").InsertOne(rec.view()));
+  // Meanwhile someone else adds 3 on the hub: without the in-flight record
+  // this side would take its own +4 for a concurrent one and add it again.
+  ASSERT_OK(hub_->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                           Json(R"({"$inc": {"count": 3}})").view()));
+  SyncReport again = SyncOnce(a, "a");
+  EXPECT_EQ(again.pushed, 0) << again.ToJson();
+  EXPECT_EQ(Field(hub_.get(), "1", "count"), 7) << "the +4 reached the hub once";
+  EXPECT_EQ(Field(a, "1", "count"), 7);
+  EXPECT_TRUE(a->GetCollection("__gatedb_sync", "inflight").Find(Json("{}").view())->empty());
+}
+
+TEST_F(SyncTest, AnUnreachableUpstreamIsAClearErrorAndLosesNothing) {
+  Database* a = Edge("a");
+  ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 1})").view()));
+  SyncOptions o;
+  o.upstream_uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300";
+  o.namespaces = {"shop.orders"};
+  auto s = Sync::Open(a, o);
+  EXPECT_THAT(s, test::StatusIs(ErrorCode::kHostUnreachable));
+  o.upstream_uri = "not a uri";
+  EXPECT_THAT(Sync::Open(a, o), test::StatusIs(ErrorCode::kFailedToParse));
+  o.upstream_uri = uri_;
+  o.namespaces = {"nodot"};
+  EXPECT_THAT(Sync::Open(a, o), test::StatusIs(ErrorCode::kInvalidOptions));
+  // The pending write is still pushed by a later run.
+  EXPECT_EQ(SyncOnce(a, "a").pushed, 1);
+  EXPECT_EQ(Docs(hub_.get()).size(), 1u);
+}
+
+}  // namespace
+}  // namespace gatedb

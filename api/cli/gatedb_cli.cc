@@ -23,6 +23,7 @@
 namespace gatedb {
 namespace cli {
 int RunServe(int argc, char** argv, const char* default_dir, const Options& db_options);
+int RunSync(int argc, char** argv, const char* default_dir, const Options& db_options);
 }  // namespace cli
 }  // namespace gatedb
 
@@ -40,6 +41,9 @@ void PrintMainHelp() {
       "                                     gate; prints what was stopped and checks no update was lost\n"
       "  gatedb serve [--db DIR] [options]  serve the data directory over MongoDB's wire protocol\n"
       "                                     (mongosh, the drivers); 'gatedb serve --help'\n"
+      "  gatedb sync [--db DIR] --upstream URI --ns DB.COLL (--once | --follow)\n"
+      "                                     push and pull with an upstream (Atlas, a replica set, or\n"
+      "                                     gatedb serve); 'gatedb sync --help'\n"
       "  gatedb help | --help               this text; 'gatedb run --help', 'gatedb demo --help'\n\n"
       "The data directory defaults to %s.\n",
       kDefaultDir);
@@ -367,6 +371,7 @@ int main(int argc, char** argv) {
     return sub.empty() ? 1 : 0;
   }
   if (sub == "serve") return gatedb::cli::RunServe(argc, argv, kDefaultDir, CliOptions());
+  if (sub == "sync") return gatedb::cli::RunSync(argc, argv, kDefaultDir, CliOptions());
   if (sub != "run" && sub != "demo") {
     std::fprintf(stderr, "gatedb: unknown subcommand '%s' (see gatedb --help)\n", sub.c_str());
     return 1;

@@ -53,6 +53,8 @@ const CommandEntry kCommands[] = {
     {"collMod", commands::CollModCommand},
     {"journal", commands::JournalCommand},
     {"conflictStats", commands::ConflictStatsCommand},
+    {"syncStatus", commands::SyncStatusCommand},
+    {"syncResolve", commands::SyncResolveCommand},
     {"idempotencyStatus", commands::IdempotencyStatusCommand},
     {"acquireLease", commands::AcquireLeaseCommand},
     {"renewLease", commands::RenewLeaseCommand},

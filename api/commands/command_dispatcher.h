@@ -147,6 +147,8 @@ Status KillAllSessionsCommand(CommandContext& ctx, bson_t* reply);
 // gatedb's extension commands (gate_commands.cc).
 Status JournalCommand(CommandContext& ctx, bson_t* reply);
 Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply);
+Status SyncStatusCommand(CommandContext& ctx, bson_t* reply);
+Status SyncResolveCommand(CommandContext& ctx, bson_t* reply);
 Status IdempotencyStatusCommand(CommandContext& ctx, bson_t* reply);
 Status AcquireLeaseCommand(CommandContext& ctx, bson_t* reply);
 Status RenewLeaseCommand(CommandContext& ctx, bson_t* reply);

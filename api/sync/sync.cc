@@ -1,17 +1,7 @@
 // Upstream sync (gatedb/sync.h): libmongoc on the upstream side, the typed
 // API (hence the write gate) on the local side.
 //
-// Local state, in the data directory's "__gatedb_sync" database (written in
-// the same local transactions as the documents they describe):
-//   checkpoints  {_id: <ns>, pushSeq, token, initialized, batch}, and
-//                {_id: "$origin", name}
-//   base         {_id: {ns, id}, doc: <last synced state, without the version
-//                field; null: absent>, upVersion, pending, conflict}
-//   inflight     {_id: <ns>, batch, docs: [{id, doc, upVersion}]}: a push
-//                batch sent, its outcome not yet recorded
-//   conflicts    {_id: {ns, id}, local, upstream, base, at}
-// Upstream: "gatedb_sync.checkpoints" {_id: "<origin>|<ns>", batch, at},
-// advanced in each push batch's transaction.
+// Local and upstream state: api/src/sync_state.h.
 #include "gatedb/sync.h"
 
 #include <mongoc/mongoc.h>
@@ -23,6 +13,7 @@
 #include <set>
 
 #include "api/src/database_rep.h"
+#include "api/src/sync_state.h"
 #include "engine/document/diff.h"
 #include "engine/storage/db_impl.h"
 #include "engine/update/update_driver.h"
@@ -33,10 +24,11 @@ namespace gatedb {
 
 namespace {
 
-constexpr char kStateDb[] = "__gatedb_sync";
-constexpr char kUpstreamDb[] = "gatedb_sync";
-constexpr char kUpstreamCheckpoints[] = "checkpoints";
-constexpr char kSyncAgent[] = "gatedb.sync";
+using sync_state::kDb;
+using sync_state::kUpstreamCheckpoints;
+using sync_state::kUpstreamDb;
+constexpr const char* kStateDb = kDb;
+constexpr const char* kSyncAgent = sync_state::kAgent;
 constexpr int kMaxRounds = 4;
 constexpr int kLocalRetries = 8;
 
@@ -299,12 +291,20 @@ struct Sync::Impl {
   }
 
   Status LoadOrigin() {
+    Collection ck = State(sync_state::kCheckpoints);
     if (!opts.origin.empty()) {
+      // Named by the caller: kept for syncStatus.
       origin = opts.origin;
-      return Status::OK();
+      bson_t* d = bson_new();
+      BSON_APPEND_UTF8(d, "_id", sync_state::kOriginId);
+      BSON_APPEND_UTF8(d, "name", origin.c_str());
+      Document doc = Document::Adopt(d);
+      UpdateOptions uo;
+      uo.upsert = true;
+      uo.write.context.agent_id = kSyncAgent;
+      return ck.ReplaceOne(StrIdFilter(sync_state::kOriginId).view(), doc.view(), uo).status();
     }
-    Collection ck = State("checkpoints");
-    ASSIGN_OR_RETURN(std::optional<Document> o, ck.FindOne(StrIdFilter("$origin").view()));
+    ASSIGN_OR_RETURN(std::optional<Document> o, ck.FindOne(StrIdFilter(sync_state::kOriginId).view()));
     bson_iter_t it;
     if (o && bson_iter_init_find(&it, o->bson(), "name") && BSON_ITER_HOLDS_UTF8(&it)) {
       origin = bson_iter_utf8(&it, nullptr);
@@ -312,7 +312,7 @@ struct Sync::Impl {
     }
     origin = "edge-" + RandomHex(12);
     bson_t* d = bson_new();
-    BSON_APPEND_UTF8(d, "_id", "$origin");
+    BSON_APPEND_UTF8(d, "_id", sync_state::kOriginId);
     BSON_APPEND_UTF8(d, "name", origin.c_str());
     Document doc = Document::Adopt(d);
     StatusOr<InsertOneResult> r = ck.InsertOne(doc.view());
@@ -349,7 +349,7 @@ struct Sync::Impl {
   StatusOr<Document> Checkpoint(const Ns& ns, Transaction* txn) {
     FindOptions fo;
     fo.txn = txn;
-    ASSIGN_OR_RETURN(std::optional<Document> c, State("checkpoints").FindOne(StrIdFilter(ns.full).view(), fo));
+    ASSIGN_OR_RETURN(std::optional<Document> c, State(sync_state::kCheckpoints).FindOne(StrIdFilter(ns.full).view(), fo));
     if (c) return std::move(*c);
     return Document();
   }
@@ -363,7 +363,7 @@ struct Sync::Impl {
     uo.upsert = true;
     uo.write.txn = txn;
     uo.write.context.agent_id = kSyncAgent;
-    return State("checkpoints").UpdateOne(StrIdFilter(ns.full).view(), upd.view(), uo).status();
+    return State(sync_state::kCheckpoints).UpdateOne(StrIdFilter(ns.full).view(), upd.view(), uo).status();
   }
 
   struct Base {
@@ -378,7 +378,7 @@ struct Sync::Impl {
     FindOptions fo;
     fo.txn = txn;
     Document key = RecordKey(ns.full, id);
-    ASSIGN_OR_RETURN(std::optional<Document> r, State("base").FindOne(key.view(), fo));
+    ASSIGN_OR_RETURN(std::optional<Document> r, State(sync_state::kBase).FindOne(key.view(), fo));
     Base b;
     if (!r) return b;
     b.exists = true;
@@ -413,7 +413,7 @@ struct Sync::Impl {
     uo.upsert = true;
     uo.write.txn = txn;
     uo.write.context.agent_id = kSyncAgent;
-    return State("base").ReplaceOne(key.view(), rec.view(), uo).status();
+    return State(sync_state::kBase).ReplaceOne(key.view(), rec.view(), uo).status();
   }
 
   Status SaveConflict(const Ns& ns, const Value& id, const std::optional<Document>& base,
@@ -441,7 +441,7 @@ struct Sync::Impl {
     uo.upsert = true;
     uo.write.txn = txn;
     uo.write.context.agent_id = kSyncAgent;
-    return State("conflicts").ReplaceOne(key.view(), rec.view(), uo).status();
+    return State(sync_state::kConflicts).ReplaceOne(key.view(), rec.view(), uo).status();
   }
 
   // Makes the local document `want` (absent: deleted), through the write
@@ -689,7 +689,7 @@ struct Sync::Impl {
   // A batch recorded in "inflight" whose outcome a previous run did not
   // see: applied upstream (its checkpoint says so) or not.
   Status FinishInflight(const Ns& ns) {
-    Collection inflight = State("inflight");
+    Collection inflight = State(sync_state::kInflight);
     ASSIGN_OR_RETURN(std::optional<Document> rec, inflight.FindOne(StrIdFilter(ns.full).view()));
     if (!rec) return Status::OK();
     int64_t batch = IntField(rec->bson(), "batch").value_or(0);
@@ -794,7 +794,7 @@ struct Sync::Impl {
     BSON_APPEND_UTF8(f, "_id.ns", ns.full.c_str());
     BSON_APPEND_BOOL(f, "pending", true);
     Document filter = Document::Adopt(f);
-    ASSIGN_OR_RETURN(std::vector<Document> pend, State("base").Find(filter.view()));
+    ASSIGN_OR_RETURN(std::vector<Document> pend, State(sync_state::kBase).Find(filter.view()));
     for (const Document& p : pend) {
       bson_iter_t it;
       if (bson_iter_init(&it, p.bson()) && bson_iter_find_descendant(&it, "_id.id", &it)) add(Value(*bson_iter_value(&it)));
@@ -903,14 +903,14 @@ struct Sync::Impl {
         if (*up < batch_no) {
           const bool definite = s.code() == ErrorCode::kWriteConflict;
           if (!definite) return s;  // a lost commit reply: decided by the next run
-          RETURN_IF_ERROR(State("inflight").DeleteOne(StrIdFilter(ns.full).view()).status());
+          RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
           *blocked = true;  // the upstream moved under the batch
           all_done = false;
           continue;
         }
       }
       RETURN_IF_ERROR(RecordPushed(ns, ready, std::nullopt));
-      RETURN_IF_ERROR(State("inflight").DeleteOne(StrIdFilter(ns.full).view()).status());
+      RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
       bson_t set = BSON_INITIALIZER;
       BSON_APPEND_INT64(&set, "batch", batch_no);
       Status cs = SetCheckpoint(ns, &set, nullptr);
@@ -952,7 +952,7 @@ struct Sync::Impl {
     UpdateOptions uo;
     uo.upsert = true;
     uo.write.context.agent_id = kSyncAgent;
-    return State("inflight").ReplaceOne(StrIdFilter(ns.full).view(), rec.view(), uo).status();
+    return State(sync_state::kInflight).ReplaceOne(StrIdFilter(ns.full).view(), rec.view(), uo).status();
   }
 
   // One upstream transaction: every conditional write of the batch and the

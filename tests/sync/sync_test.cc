@@ -185,6 +185,50 @@ TEST_F(SyncTest, RejectLeavesBothSidesAndListsTheConflict) {
   EXPECT_EQ(test::StrAt((*listed)[0].bson(), "local.status"), "void");
   EXPECT_EQ(test::StrAt((*listed)[0].bson(), "upstream.status"), "paid");
   EXPECT_EQ(test::StrAt((*listed)[0].bson(), "base.status"), "new");
+
+  // syncStatus lists it; b's other writes still travel meanwhile.
+  Document st = b->RunCommand(Json(R"({"syncStatus": 1})").view());
+  ASSERT_EQ(test::IntAt(st.bson(), "ok"), 1) << st.ToJson();
+  EXPECT_EQ(test::StrAt(st.bson(), "namespaces.0.ns"), "shop.orders");
+  EXPECT_EQ(test::IntAt(st.bson(), "namespaces.0.conflicts"), 1);
+  EXPECT_EQ(test::IntAt(st.bson(), "conflicts.0._id"), 1);
+  EXPECT_EQ(test::StrAt(st.bson(), "conflicts.0.local.status"), "void");
+  EXPECT_EQ(test::StrAt(st.bson(), "conflicts.0.upstream.status"), "paid");
+  EXPECT_TRUE(test::StrAt(st.bson(), "origin").size() > 0) << st.ToJson();
+
+  // b decides for its own value: the next sync pushes it over a's.
+  Document bad = b->RunCommand(Json(R"({"syncResolve": "orders", "_id": 1, "keep": "both", "$db": "shop"})").view());
+  EXPECT_EQ(test::StrAt(bad.bson(), "codeName"), "BadValue");
+  Document none = b->RunCommand(Json(R"({"syncResolve": "orders", "_id": 99, "keep": "local", "$db": "shop"})").view());
+  EXPECT_EQ(test::StrAt(none.bson(), "codeName"), "NoSuchKey");
+  Document res = b->RunCommand(Json(R"({"syncResolve": "orders", "_id": 1, "keep": "local", "$db": "shop"})").view());
+  ASSERT_EQ(test::IntAt(res.bson(), "ok"), 1) << res.ToJson();
+  EXPECT_EQ(SyncOnce(b, "b").pushed, 1);
+  SyncOnce(a, "a");
+  for (Database* db : {a, b, hub_.get()}) {
+    auto d = db->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+    ASSERT_OK(d);
+    EXPECT_EQ(test::StrAt((*d)->bson(), "status"), "void");
+  }
+  Document after = b->RunCommand(Json(R"({"syncStatus": 1})").view());
+  EXPECT_EQ(test::IntAt(after.bson(), "namespaces.0.conflicts"), 0) << after.ToJson();
+  EXPECT_EQ(test::IntAt(after.bson(), "namespaces.0.push.pendingDocuments"), 0) << after.ToJson();
+
+  // The other way: a conflict resolved for the upstream's value.
+  ASSERT_OK(a->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                        Json(R"({"$set": {"status": "shipped"}})").view()));
+  ASSERT_OK(b->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                        Json(R"({"$set": {"status": "lost"}})").view()));
+  SyncOnce(a, "a");
+  EXPECT_EQ(SyncOnce(b, "b").conflicts, 1);
+  Document res2 = b->RunCommand(Json(R"({"syncResolve": "orders", "_id": 1, "keep": "upstream", "$db": "shop"})").view());
+  ASSERT_EQ(test::IntAt(res2.bson(), "ok"), 1) << res2.ToJson();
+  auto bd = b->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+  ASSERT_OK(bd);
+  EXPECT_EQ(test::StrAt((*bd)->bson(), "status"), "shipped");
+  SyncReport quiet = SyncOnce(b, "b");
+  EXPECT_EQ(quiet.pushed, 0) << quiet.ToJson();
+  EXPECT_EQ(Docs(b), Docs(hub_.get()));
 }
 
 // A run stopped after the upstream committed a batch and before this side

@@ -4,6 +4,7 @@
 // edges' documents after syncing, not the sync's report alone.
 #include "gatedb/sync.h"
 
+#include <atomic>
 #include <map>
 #include <thread>
 
@@ -298,6 +299,57 @@ TEST_F(SyncTest, AnUnreachableUpstreamIsAClearErrorAndLosesNothing) {
   // The pending write is still pushed by a later run.
   EXPECT_EQ(SyncOnce(a, "a").pushed, 1);
   EXPECT_EQ(Docs(hub_.get()).size(), 1u);
+}
+
+// Agents keep writing on the edge and on the hub while sync runs: with
+// mergeIncrements every increment from either side survives, so the
+// counter ends at the sum of them all, everywhere (a lost update would
+// show as a smaller number).
+TEST_F(SyncTest, WritersOnBothSidesDuringSyncLoseNoIncrement) {
+  const std::string policy = R"({"mode": "fieldMerge", "mergeIncrements": true})";
+  Database* a = Edge("a", policy);
+  Document r = hub_->RunCommand(
+      Json(R"({"create": "orders", "conflictPolicy": )" + policy + R"(, "$db": "shop"})").view());
+  ASSERT_EQ(test::IntAt(r.bson(), "ok"), 1) << r.ToJson();
+  ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 1, "count": 0})").view()));
+  SyncOnce(a, "a");
+  constexpr int kEdgeThreads = 2, kEdgeIncs = 40, kHubIncs = 30;
+  std::atomic<bool> writing{true};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kEdgeThreads; ++t) {
+    threads.emplace_back([&] {
+      Collection c = a->GetCollection("shop", "orders");
+      for (int i = 0; i < kEdgeIncs; ++i) {
+        // The agent's own retry of a write the gate refused (sync wrote the
+        // document between its read and its write): a read-decide-write loop.
+        for (;;) {
+          auto got = c.FindOne(Json(R"({"_id": 1})").view());
+          ASSERT_OK(got);
+          UpdateOptions uo;
+          uo.write.basis_version = test::IntAt((**got).bson(), "version");
+          auto u = c.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 1}})").view(), uo);
+          if (u.ok()) break;
+          ASSERT_EQ(u.status().code(), ErrorCode::kVersionConflict) << u.status().ToString();
+        }
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    Collection c = hub_->GetCollection("shop", "orders");
+    for (int i = 0; i < kHubIncs; ++i) {
+      ASSERT_OK(c.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 1}})").view()));
+    }
+  });
+  std::thread syncer([&] {
+    while (writing.load()) SyncOnce(a, "a");
+  });
+  for (auto& t : threads) t.join();
+  writing = false;
+  syncer.join();
+  for (int i = 0; i < 3; ++i) SyncOnce(a, "a");
+  const int64_t want = kEdgeThreads * kEdgeIncs + kHubIncs;
+  EXPECT_EQ(Field(a, "1", "count"), want);
+  EXPECT_EQ(Field(hub_.get(), "1", "count"), want);
 }
 
 }  // namespace

@@ -287,6 +287,13 @@ struct Sync::Impl {
     bson_iter_t it;
     hub = bson_iter_init_find(&it, &reply, "gatedbVersion");
     bson_destroy(&reply);
+    if (opts.upstream_versions == "upstream") {
+      hub = true;
+    } else if (opts.upstream_versions == "sync") {
+      hub = false;
+    } else if (opts.upstream_versions != "auto") {
+      return Status(ErrorCode::kInvalidOptions, "upstream_versions must be auto, upstream or sync");
+    }
     return Status::OK();
   }
 

@@ -53,6 +53,7 @@ class SyncTest : public ::testing::Test {
 
   SyncReport SyncOnce(Database* edge, const std::string& origin) {
     SyncOptions o;
+    o.upstream_versions = versions_;
     o.upstream_uri = uri_;
     o.namespaces = {"shop.orders"};
     o.origin = origin;
@@ -92,8 +93,35 @@ class SyncTest : public ::testing::Test {
   std::unique_ptr<Database> hub_;
   std::unique_ptr<server::WireServer> server_;
   std::string uri_;
+  std::string versions_ = "auto";
   std::map<std::string, std::unique_ptr<Database>> edges_;
 };
+
+// As against a plain MongoDB upstream: this side keeps the version field
+// ($inc with each push, 0 on insert).
+TEST_F(SyncTest, VersionsKeptBySyncConvergeToo) {
+  versions_ = "sync";
+  const std::string policy = R"({"mode": "fieldMerge", "mergeIncrements": true})";
+  Database* a = Edge("a", policy);
+  Database* b = Edge("b", policy);
+  ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 1, "n": 1})").view()));
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  ASSERT_OK(a->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"n": 2}})").view()));
+  ASSERT_OK(b->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"n": 3}})").view()));
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  SyncOnce(a, "a");
+  EXPECT_EQ(Field(hub_.get(), "1", "n"), 6);
+  EXPECT_EQ(Field(a, "1", "n"), 6);
+  EXPECT_EQ(Field(b, "1", "n"), 6);
+  EXPECT_EQ(Field(hub_.get(), "1", "version"), 2) << "one version per push";
+  SyncOptions bad;
+  bad.upstream_uri = uri_;
+  bad.namespaces = {"shop.orders"};
+  bad.upstream_versions = "maybe";
+  EXPECT_THAT(Sync::Open(a, bad), test::StatusIs(ErrorCode::kInvalidOptions));
+}
 
 TEST_F(SyncTest, TwoEdgesAndAHubConverge) {
   Database* a = Edge("a");

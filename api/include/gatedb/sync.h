@@ -59,6 +59,11 @@ struct SyncOptions {
   std::string origin;
   // Documents per upstream transaction.  Default: 500
   int64_t batch_size = 500;
+  // Who keeps the upstream's version field: "auto" (the upstream when it is
+  // gatedb, else this side, with `$inc` in each push and 0 on insert),
+  // "upstream", or "sync" (this side; what a plain MongoDB upstream needs).
+  // Default: "auto"
+  std::string upstream_versions = "auto";
   // How long a pull waits for more changes before it counts as caught up.
   // Default: 200 ms
   int64_t pull_wait_ms = 200;

@@ -176,7 +176,9 @@ std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<D
                                              const std::optional<Document>& local,
                                              const std::optional<Document>& upstream) {
   using Out = std::optional<std::optional<Document>>;
-  if (SameDoc(local, upstream)) return Out(local);  // both made the same change (our own push, say)
+  // Both made the same change; not for counters, where two +1s both count.
+  const bool counters = ns.policy.mode == ConflictMode::kFieldMerge && ns.policy.merge_increments;
+  if (!counters && SameDoc(local, upstream)) return Out(local);
   // An update against a delete: the update wins (the document lives on with it).
   if (!upstream && local) return Out(local);
   if (!local && upstream) return Out(upstream);
@@ -195,6 +197,12 @@ std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<D
       overlap = true;
       bson_iter_t l, u, o;
       if (p == q && Find(local->bson(), p, &l) && Find(upstream->bson(), p, &u)) {
+        if (counters && Find(b, p, &o) && IsNumber(o) && IsNumber(l) && IsNumber(u)) {
+          incs.insert(p);  // both increments apply, even when they came to the same value
+          agree = true;
+          apply.push_back(p);
+          break;
+        }
         const bson_value_t* lv = bson_iter_value(&l);
         const bson_value_t* uv = bson_iter_value(&u);
         agree = lv->value_type == uv->value_type && bson_iter_type(&l) == bson_iter_type(&u) && [&] {
@@ -206,11 +214,6 @@ std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<D
           bson_destroy(&y);
           return same;
         }();
-        if (!agree && ns.policy.merge_increments && Find(b, p, &o) && IsNumber(o) && IsNumber(l) && IsNumber(u)) {
-          incs.insert(p);
-          agree = true;  // both increments apply
-          apply.push_back(p);
-        }
       }
       break;
     }

@@ -189,6 +189,25 @@ TEST_F(SyncTest, FieldMergeMergesDisjointFieldsAndAddsIncrements) {
   }
 }
 
+// Two +1s from the same base end at the same value on both sides; they are
+// still two increments (the fault test found this).
+TEST_F(SyncTest, EqualIncrementsOnBothSidesBothCount) {
+  const std::string policy = R"({"mode": "fieldMerge", "mergeIncrements": true})";
+  Database* a = Edge("a", policy);
+  Database* b = Edge("b", policy);
+  ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 1, "n": 0})").view()));
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  for (Database* db : {a, b}) {
+    ASSERT_OK(db->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                           Json(R"({"$inc": {"n": 1}})").view()));
+  }
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  SyncOnce(a, "a");
+  for (Database* db : {a, b, hub_.get()}) EXPECT_EQ(Field(db, "1", "n"), 2);
+}
+
 TEST_F(SyncTest, RejectLeavesBothSidesAndListsTheConflict) {
   Database* a = Edge("a");
   Database* b = Edge("b");

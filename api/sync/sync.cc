@@ -911,7 +911,9 @@ struct Sync::Impl {
         StatusOr<int64_t> up = UpstreamBatch(ns);
         if (!up.ok()) return s;
         if (*up < batch_no) {
-          const bool definite = s.code() == ErrorCode::kWriteConflict;
+          // The upstream refused a write (a condition, or an _id created
+          // there meanwhile): the transaction aborted.
+          const bool definite = s.code() == ErrorCode::kWriteConflict || s.code() == ErrorCode::kDuplicateKey;
           if (!definite) return s;  // a lost commit reply: decided by the next run
           RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
           *blocked = true;  // the upstream moved under the batch
@@ -980,18 +982,24 @@ struct Sync::Impl {
     if (s.ok() && !mongoc_client_session_append(session, &sopts, &err)) s = FromMongoc(err, "session");
     CollHandle coll;
     coll.c = Upstream(ns);
+    // One ordered bulk write: one round trip for the batch's documents.
+    bson_t bopts = BSON_INITIALIZER;
+    BSON_APPEND_BOOL(&bopts, "ordered", true);
+    if (s.ok() && !mongoc_client_session_append(session, &bopts, &err)) s = FromMongoc(err, "session");
+    mongoc_bulk_operation_t* bulk = mongoc_collection_create_bulk_operation_with_opts(coll.c, &bopts);
+    bson_destroy(&bopts);
+    int64_t inserts = 0, matches = 0, removes = 0;
     for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
       const PushOp& op = ops[i];
       const bool base_has = op.base.exists && op.base.doc.has_value();
-      bson_t reply;
       bool ok = true;
-      int64_t affected = 1;
       if (!base_has) {
         bson_t* doc = bson_new();
         bson_concat(doc, op.doc->bson());
         if (!hub) BSON_APPEND_INT64(doc, ns.version_field.c_str(), 0);
-        ok = mongoc_collection_insert_one(coll.c, doc, &sopts, &reply, &err);
+        ok = mongoc_bulk_operation_insert_with_opts(bulk, doc, nullptr, &err);
         bson_destroy(doc);
+        ++inserts;
       } else {
         bson_t* filter = bson_new();
         op.id.AppendTo(filter, "_id");
@@ -1004,8 +1012,8 @@ struct Sync::Impl {
           bson_append_document_end(filter, &ex);
         }
         if (!op.doc) {
-          ok = mongoc_collection_delete_one(coll.c, filter, &sopts, &reply, &err);
-          if (ok) affected = IntField(&reply, "deletedCount").value_or(0);
+          ok = mongoc_bulk_operation_remove_one_with_opts(bulk, filter, nullptr, &err);
+          ++removes;
         } else {
           std::vector<std::string> paths = Changed(op.base.doc->bson(), op.doc->bson());
           std::set<std::string> inc_paths;
@@ -1014,18 +1022,26 @@ struct Sync::Impl {
           }
           Document delta = BuildDelta(op.base.doc->bson(), op.doc->bson(), paths, inc_paths,
                                       hub ? nullptr : &ns.version_field);
-          ok = mongoc_collection_update_one(coll.c, filter, delta.bson(), &sopts, &reply, &err);
-          if (ok) affected = IntField(&reply, "matchedCount").value_or(0);
+          ok = mongoc_bulk_operation_update_one_with_opts(bulk, filter, delta.bson(), nullptr, &err);
+          ++matches;
         }
         bson_destroy(filter);
       }
-      if (!ok) {
+      if (!ok) s = FromMongoc(err, "building the push to the upstream's " + ns.full);
+    }
+    if (s.ok()) {
+      bson_t reply;
+      if (!mongoc_bulk_operation_execute(bulk, &reply, &err)) {
         s = FromMongoc(err, "pushing to the upstream's " + ns.full);
-      } else if (affected != 1) {
-        s = Status(ErrorCode::kWriteConflict, "the upstream document changed since this side last saw it");
+      } else if (IntField(&reply, "nInserted").value_or(0) != inserts ||
+                 IntField(&reply, "nMatched").value_or(0) != matches ||
+                 IntField(&reply, "nRemoved").value_or(0) != removes) {
+        // A condition no longer held: that document moved upstream.
+        s = Status(ErrorCode::kWriteConflict, "an upstream document changed since this side last saw it");
       }
       bson_destroy(&reply);
     }
+    mongoc_bulk_operation_destroy(bulk);
     if (s.ok()) {
       mongoc_collection_t* ckc = mongoc_client_get_collection(client, kUpstreamDb, kUpstreamCheckpoints);
       Document f = StrIdFilter(origin + "|" + ns.full);

@@ -479,20 +479,60 @@ struct Sync::Impl {
   // here: skipped when this side already has it, written when only the
   // upstream changed it, decided by the policy when both did.  `token`
   // (may be empty) is stored in the same local transaction.
-  Status ApplyUpstream(const Ns& ns, const Value& id, const std::optional<Document>& upstream_doc,
-                       std::optional<int64_t> up_version, const Document& token) {
-    std::optional<Document> u;
-    if (upstream_doc) u = Strip(upstream_doc->bson(), ns.version_field);
+  // One upstream state of a document (u absent: deleted upstream).
+  struct Change {
+    Value id;
+    std::optional<Document> u;  // without the version field
+    std::optional<int64_t> up_version;
+    size_t bytes = 0;
+  };
+  static Change MakeChange(const Ns& ns, Value id, const std::optional<Document>& upstream_doc) {
+    Change c;
+    c.id = std::move(id);
+    if (upstream_doc) {
+      c.up_version = IntField(upstream_doc->bson(), ns.version_field.c_str());
+      c.u = Strip(upstream_doc->bson(), ns.version_field);
+      c.bytes = upstream_doc->size();
+    }
+    return c;
+  }
+  static constexpr size_t kApplyBatch = 256;
+  static constexpr size_t kApplyBatchBytes = 4u << 20;
+
+  // Applies upstream changes here in one local transaction, with `token`
+  // (may be empty) stored in it: each skipped when this side already has
+  // it, written when only the upstream changed the document, decided by
+  // the policy when both did.
+  Status ApplyBatch(const Ns& ns, const std::vector<Change>& changes, const Document& token) {
+    if (changes.empty() && token.empty()) return Status::OK();
     Status last;
     for (int attempt = 0; attempt < kLocalRetries; ++attempt) {
       StatusOr<std::unique_ptr<Transaction>> t = db->StartTransaction();
       if (!t.ok()) return t.status();
       Transaction* txn = t->get();
-      Status s = ApplyInTxn(ns, id, u, up_version, token, txn);
+      SyncReport tally;
+      Status s;
+      for (const Change& c : changes) {
+        s = ApplyInTxn(ns, c.id, c.u, c.up_version, txn, &tally);
+        if (!s.ok()) break;
+      }
+      if (s.ok() && !token.empty()) {
+        bson_t set = BSON_INITIALIZER;
+        BSON_APPEND_DOCUMENT(&set, "token", token.bson());
+        s = SetCheckpoint(ns, &set, txn);
+        bson_destroy(&set);
+      }
       if (s.ok()) s = txn->Commit();
-      if (s.ok()) return s;
+      if (s.ok()) {
+        report.pulled += tally.pulled;
+        report.merged += tally.merged;
+        report.conflicts += tally.conflicts;
+        report.skipped += tally.skipped;
+        return s;
+      }
       txn->Abort().PermitUnchecked();
       last = s;
+      // A local agent wrote one of the documents meanwhile: decide again.
       if (!IsTransientTransactionError(s) && s.code() != ErrorCode::kVersionConflict &&
           s.code() != ErrorCode::kWriteConflict) {
         return s;
@@ -502,7 +542,7 @@ struct Sync::Impl {
   }
 
   Status ApplyInTxn(const Ns& ns, const Value& id, const std::optional<Document>& u,
-                    std::optional<int64_t> up_version, const Document& token, Transaction* txn) {
+                    std::optional<int64_t> up_version, Transaction* txn, SyncReport* tally) {
     ASSIGN_OR_RETURN(Base b, LoadBase(ns, id, txn));
     bool skip = false;
     if (u && up_version && b.exists && b.up_version >= *up_version) skip = true;  // ours, or known
@@ -525,29 +565,22 @@ struct Sync::Impl {
         RETURN_IF_ERROR(SaveConflict(ns, id, b.doc, l, u, txn));
       } else if (!local_changed) {
         RETURN_IF_ERROR(WriteLocal(ns, id, have, u, txn));
-        ++report.pulled;
+        ++tally->pulled;
       } else {
         std::optional<std::optional<Document>> m = Merge(ns, b.exists ? b.doc : std::nullopt, l, u);
         if (m) {
           if (!SameDoc(*m, l)) RETURN_IF_ERROR(WriteLocal(ns, id, have, *m, txn));
           nb.pending = !SameDoc(*m, u);
-          ++report.merged;
+          ++tally->merged;
         } else {
           nb.conflict = true;
           RETURN_IF_ERROR(SaveConflict(ns, id, b.exists ? b.doc : std::nullopt, l, u, txn));
-          ++report.conflicts;
+          ++tally->conflicts;
         }
       }
       RETURN_IF_ERROR(SaveBase(ns, id, nb, txn));
     } else {
-      ++report.skipped;
-    }
-    if (!token.empty()) {
-      bson_t set = BSON_INITIALIZER;
-      BSON_APPEND_DOCUMENT(&set, "token", token.bson());
-      Status s = SetCheckpoint(ns, &set, txn);
-      bson_destroy(&set);
-      RETURN_IF_ERROR(s);
+      ++tally->skipped;
     }
     return Status::OK();
   }
@@ -595,13 +628,21 @@ struct Sync::Impl {
     bson_destroy(&filter);
     const bson_t* doc;
     int64_t n = 0;
+    std::vector<Change> batch;
+    size_t bytes = 0;
     while (s.ok() && mongoc_cursor_next(cur, &doc)) {
       bson_iter_t it;
       if (!bson_iter_init_find(&it, doc, "_id")) continue;
-      Value id(*bson_iter_value(&it));
-      s = ApplyUpstream(ns, id, Document::Copy(doc), IntField(doc, ns.version_field.c_str()), Document());
+      batch.push_back(MakeChange(ns, Value(*bson_iter_value(&it)), Document::Copy(doc)));
+      bytes += batch.back().bytes;
+      if (batch.size() >= kApplyBatch || bytes >= kApplyBatchBytes) {
+        s = ApplyBatch(ns, batch, Document());
+        batch.clear();
+        bytes = 0;
+      }
       if (++n % 10000 == 0) Progress(ns.full + ": " + std::to_string(n) + " documents copied");
     }
+    if (s.ok()) s = ApplyBatch(ns, batch, Document());
     bson_error_t err;
     if (s.ok() && mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream's " + ns.full);
     mongoc_cursor_destroy(cur);
@@ -630,6 +671,9 @@ struct Sync::Impl {
     mongoc_change_stream_t* cs = Watch(ns, &token, &coll);
     const bson_t* ev;
     Status s;
+    std::vector<Change> batch;
+    size_t bytes = 0;
+    Document batch_token;
     while (s.ok() && mongoc_change_stream_next(cs, &ev)) {
       const bson_t* t = mongoc_change_stream_get_resume_token(cs);
       Document tok = t != nullptr ? Document::Copy(t) : Document();
@@ -652,9 +696,17 @@ struct Sync::Impl {
         }
         u = std::move(*d);
       }
-      std::optional<int64_t> v = u ? IntField(u->bson(), ns.version_field.c_str()) : std::nullopt;
-      s = ApplyUpstream(ns, id, u, v, tok);
+      batch.push_back(MakeChange(ns, std::move(id), u));
+      bytes += batch.back().bytes;
+      batch_token = std::move(tok);
+      if (batch.size() >= kApplyBatch || bytes >= kApplyBatchBytes) {
+        s = ApplyBatch(ns, batch, batch_token);
+        batch.clear();
+        bytes = 0;
+      }
     }
+    // The rest, with the token of the last change in it.
+    if (s.ok()) s = ApplyBatch(ns, batch, batch_token);
     if (s.ok()) s = StreamError(cs, "pulling " + ns.full + " from the upstream");
     if (s.ok()) {
       // Caught up: the position moves past what was not ours to apply.

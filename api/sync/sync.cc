@@ -836,14 +836,25 @@ struct Sync::Impl {
     q.limit = 10000;
     *upto = after;
     for (;;) {
-      ASSIGN_OR_RETURN(JournalBatch b, db->ReadJournal(q));
+      StatusOr<JournalBatch> read = db->ReadJournal(q);
+      if (!read.ok() && read.status().code() == ErrorCode::kChangeStreamHistoryLost) {
+        // Offline for longer than the journal keeps events: which documents
+        // changed is not recorded any more, so every one is compared with
+        // its base (the push sends only real differences).
+        Progress(ns.full + ": the journal no longer goes back to the push checkpoint; comparing every document");
+        *upto = db->rep()->db->LastJournalSeq();
+        return AllIds(ns, add);
+      }
+      if (!read.ok()) return read.status();
+      JournalBatch& b = *read;
       for (const Document& e : b.events) {
         bson_iter_t it, agent;
         if (bson_iter_init(&it, e.bson()) && bson_iter_find_descendant(&it, "writeContext.agentId", &agent) &&
             BSON_ITER_HOLDS_UTF8(&agent) && std::string_view(bson_iter_utf8(&agent, nullptr)) == kSyncAgent) {
           continue;
         }
-        if (bson_iter_init_find(&it, e.bson(), "op") && std::string_view(bson_iter_utf8(&it, nullptr)) == "conflict") {
+        if (bson_iter_init_find(&it, e.bson(), "op") && BSON_ITER_HOLDS_UTF8(&it) &&
+            std::string_view(bson_iter_utf8(&it, nullptr)) == "conflict") {
           continue;
         }
         if (bson_iter_init_find(&it, e.bson(), "_id")) add(Value(*bson_iter_value(&it)));
@@ -860,6 +871,27 @@ struct Sync::Impl {
     for (const Document& p : pend) {
       bson_iter_t it;
       if (bson_iter_init(&it, p.bson()) && bson_iter_find_descendant(&it, "_id.id", &it)) add(Value(*bson_iter_value(&it)));
+    }
+    return Status::OK();
+  }
+
+  // Every document here and every one with a base (it may have been deleted).
+  template <typename Add>
+  Status AllIds(const Ns& ns, const Add& add) {
+    FindOptions fo;
+    fo.projection = *Document::FromJson(R"({"_id": 1})");
+    ASSIGN_OR_RETURN(std::vector<Document> here, db->GetCollection(ns.db, ns.coll).Find(Document().view(), fo));
+    for (const Document& d : here) {
+      bson_iter_t it;
+      if (bson_iter_init_find(&it, d.bson(), "_id")) add(Value(*bson_iter_value(&it)));
+    }
+    bson_t* f = bson_new();
+    BSON_APPEND_UTF8(f, "_id.ns", ns.full.c_str());
+    Document filter = Document::Adopt(f);
+    ASSIGN_OR_RETURN(std::vector<Document> bases, State(sync_state::kBase).Find(filter.view()));
+    for (const Document& b : bases) {
+      bson_iter_t it;
+      if (bson_iter_init(&it, b.bson()) && bson_iter_find_descendant(&it, "_id.id", &it)) add(Value(*bson_iter_value(&it)));
     }
     return Status::OK();
   }

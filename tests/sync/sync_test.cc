@@ -5,6 +5,7 @@
 #include "gatedb/sync.h"
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <thread>
 
@@ -328,6 +329,45 @@ TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
   EXPECT_EQ(Field(hub_.get(), "1", "count"), 7) << "the +4 reached the hub once";
   EXPECT_EQ(Field(a, "1", "count"), 7);
   EXPECT_TRUE(a->GetCollection("__gatedb_sync", "inflight").Find(Json("{}").view())->empty());
+}
+
+// An edge offline for longer than its journal keeps events: the writes
+// since the push checkpoint are found by comparing every document with its
+// base, and pushed once.
+TEST_F(SyncTest, AnEdgeOfflinePastTheJournalsRetentionStillPushesEverything) {
+  Options small;
+  small.journal_max_events = 5;
+  auto db = Database::Open(dir_.path() + "/forgetful", small);
+  ASSERT_OK(db);
+  Database* a = db->get();
+  Collection c = a->GetCollection("shop", "orders");
+  for (int i = 0; i < 4; ++i) ASSERT_OK(c.InsertOne(Json(R"({"_id": )" + std::to_string(i) + R"(, "n": 0})").view()));
+  SyncOnce(a, "f");
+  ASSERT_EQ(Docs(hub_.get()).size(), 4u);
+  // Offline: many writes, more than the journal keeps.
+  for (int round = 0; round < 10; ++round) {
+    ASSERT_OK(c.UpdateMany(Json("{}").view(), Json(R"({"$inc": {"n": 1}})").view()));
+  }
+  ASSERT_OK(c.DeleteOne(Json(R"({"_id": 3})").view()));
+  ASSERT_OK(c.InsertOne(Json(R"({"_id": 9, "n": 7})").view()));
+  // Wait for the background collector to drop the events after the checkpoint.
+  JournalQuery q;
+  q.after_seq = 1;
+  q.limit = 1;
+  StatusOr<JournalBatch> r = a->ReadJournal(q);
+  for (int i = 0; i < 200 && r.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = a->ReadJournal(q);
+  }
+  ASSERT_THAT(r, test::StatusIs(ErrorCode::kChangeStreamHistoryLost));
+  SyncReport rep = SyncOnce(a, "f");
+  EXPECT_EQ(rep.pushed, 5) << rep.ToJson();  // three updated, one deleted, one inserted
+  EXPECT_EQ(Docs(hub_.get()), Docs(a));
+  EXPECT_EQ(Field(hub_.get(), "0", "n"), 10);
+  EXPECT_EQ(Field(hub_.get(), "3", "n"), -999);
+  EXPECT_EQ(Field(hub_.get(), "9", "n"), 7);
+  EXPECT_EQ(SyncOnce(a, "f").pushed, 0);
+  db->reset();
 }
 
 TEST_F(SyncTest, AnUnreachableUpstreamIsAClearErrorAndLosesNothing) {

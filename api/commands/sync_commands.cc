@@ -14,11 +14,10 @@ namespace commands {
 
 namespace {
 
-StatusOr<std::vector<Document>> FindState(DBImpl* db, const char* coll, Document filter, WriteScope* scope = nullptr) {
+StatusOr<std::vector<Document>> FindState(DBImpl* db, const char* coll, Document filter) {
   FindRequest req;
   req.ns = Namespace{sync_state::kDb, coll};
   req.filter = std::move(filter);
-  req.scope = scope;
   ASSIGN_OR_RETURN(FindResult r, db->Find(req));
   return std::move(r.docs);
 }
@@ -27,32 +26,6 @@ int64_t IntOr(const bson_t* doc, const char* key, int64_t dflt) {
   bson_iter_t it;
   if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_NUMBER(&it)) return bson_iter_as_int64(&it);
   return dflt;
-}
-
-// Documents changed here since `after` by anyone but sync itself.
-StatusOr<int64_t> ChangedSince(DBImpl* db, const std::string& ns, uint64_t after, std::set<std::string>* ids) {
-  JournalReadRequest q;
-  q.ns = ns;
-  q.after_seq = after;
-  q.limit = 10000;
-  for (;;) {
-    ASSIGN_OR_RETURN(JournalReadResult r, db->ReadJournal(q));
-    for (const Document& e : r.events) {
-      bson_iter_t it, agent;
-      if (bson_iter_init(&it, e.bson()) && bson_iter_find_descendant(&it, "writeContext.agentId", &agent) &&
-          BSON_ITER_HOLDS_UTF8(&agent) && std::string_view(bson_iter_utf8(&agent, nullptr)) == sync_state::kAgent) {
-        continue;
-      }
-      if (bson_iter_init_find(&it, e.bson(), "op") && BSON_ITER_HOLDS_UTF8(&it) &&
-          std::string_view(bson_iter_utf8(&it, nullptr)) == "conflict") {
-        continue;
-      }
-      if (bson_iter_init_find(&it, e.bson(), "_id")) ids->insert(Value(*bson_iter_value(&it)).ToJson());
-    }
-    if (r.events.empty() || r.next_after_seq >= r.last_seq) break;
-    q.after_seq = r.next_after_seq;
-  }
-  return static_cast<int64_t>(ids->size());
 }
 
 }  // namespace
@@ -83,18 +56,9 @@ Status SyncStatusCommand(CommandContext& ctx, bson_t* reply) {
     }
     const int64_t push_seq = IntOr(ck.bson(), "pushSeq", 0);
     std::set<std::string> ids;
-    ASSIGN_OR_RETURN(int64_t changed, ChangedSince(ctx.db, ns, static_cast<uint64_t>(push_seq), &ids));
-    (void)changed;
-    bson_t* pf = bson_new();
-    BSON_APPEND_UTF8(pf, "_id.ns", ns.c_str());
-    BSON_APPEND_BOOL(pf, "pending", true);
-    ASSIGN_OR_RETURN(std::vector<Document> pending, FindState(ctx.db, sync_state::kBase, Document::Adopt(pf)));
-    for (const Document& p : pending) {
-      bson_iter_t id;
-      if (bson_iter_init(&id, p.bson()) && bson_iter_find_descendant(&id, "_id.id", &id)) {
-        ids.insert(Value(*bson_iter_value(&id)).ToJson());
-      }
-    }
+    uint64_t upto = 0;
+    RETURN_IF_ERROR(sync_state::PendingPush(ctx.db, ns, static_cast<uint64_t>(push_seq),
+                                            [&](const Value& id) { ids.insert(id.ToJson()); }, &upto));
     int64_t in_conflict = 0;
     for (const Document& c : conflicts) {
       bson_iter_t cns;

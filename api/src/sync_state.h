@@ -15,7 +15,17 @@
 #ifndef GATEDB_API_SRC_SYNC_STATE_H_
 #define GATEDB_API_SRC_SYNC_STATE_H_
 
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "gatedb/status.h"
+#include "gatedb/value.h"
+
 namespace gatedb {
+
+class DBImpl;
+
 namespace sync_state {
 
 constexpr char kDb[] = "__gatedb_sync";
@@ -28,6 +38,15 @@ constexpr char kUpstreamDb[] = "gatedb_sync";
 constexpr char kUpstreamCheckpoints[] = "checkpoints";
 // The writeContext.agentId of every write sync makes here.
 constexpr char kAgent[] = "gatedb.sync";
+
+// What the next push of `ns` ("db.coll") has to look at: each document the
+// journal shows changed after seq `after` by anyone but sync, then each
+// whose base a merge left pending; `add` may see an _id more than once.
+// *upto: the journal seq read up to.  Errors: ChangeStreamHistoryLost when
+// the journal no longer reaches `after` (the caller compares every
+// document instead), and the reads' errors.
+Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after, const std::function<void(const Value&)>& add,
+                   uint64_t* upto);
 
 }  // namespace sync_state
 }  // namespace gatedb

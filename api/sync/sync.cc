@@ -14,6 +14,7 @@
 
 #include "api/src/database_rep.h"
 #include "api/src/sync_state.h"
+#include "engine/document/bson_compare.h"
 #include "engine/document/diff.h"
 #include "engine/storage/db_impl.h"
 #include "engine/update/update_driver.h"
@@ -69,13 +70,18 @@ std::optional<int64_t> IntField(const bson_t* doc, const char* key) {
   return std::nullopt;
 }
 
+// The paths that differ between two documents (engine/document/diff.h).
+std::vector<std::string> Changed(const bson_t* from, const bson_t* to) {
+  std::vector<std::string> paths;
+  DiffPaths(from, to, "", &paths);
+  return paths;
+}
+
 // The same fields with the same values (in any order), or both absent.
 bool SameDoc(const std::optional<Document>& a, const std::optional<Document>& b) {
   if (!a || !b) return !a && !b;
   if (a->size() == b->size() && std::memcmp(a->data(), b->data(), a->size()) == 0) return true;
-  std::vector<std::string> paths;
-  DiffPaths(a->bson(), b->bson(), "", &paths);
-  return paths.empty();
+  return Changed(a->bson(), b->bson()).empty();
 }
 
 // {ns, id}: a base or conflict record's _id.
@@ -163,12 +169,6 @@ StatusOr<Document> ApplyDelta(const bson_t* doc, const Document& delta, const st
   return Document::Adopt(out);
 }
 
-std::vector<std::string> Changed(const bson_t* from, const bson_t* to) {
-  std::vector<std::string> paths;
-  DiffPaths(from, to, "", &paths);
-  return paths;
-}
-
 // The three-way decision for a document both sides changed since `base`:
 // the local changes rebased onto the upstream state, or nullopt when the
 // policy leaves it unresolved.  `local`/`upstream` absent: deleted there.
@@ -205,15 +205,7 @@ std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<D
         }
         const bson_value_t* lv = bson_iter_value(&l);
         const bson_value_t* uv = bson_iter_value(&u);
-        agree = lv->value_type == uv->value_type && bson_iter_type(&l) == bson_iter_type(&u) && [&] {
-          bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
-          bson_append_value(&x, "v", 1, lv);
-          bson_append_value(&y, "v", 1, uv);
-          bool same = bson_equal(&x, &y);
-          bson_destroy(&x);
-          bson_destroy(&y);
-          return same;
-        }();
+        agree = lv->value_type == uv->value_type && CompareValues(*lv, *uv) == 0;
       }
       break;
     }
@@ -308,11 +300,7 @@ struct Sync::Impl {
       bson_t* d = bson_new();
       BSON_APPEND_UTF8(d, "_id", sync_state::kOriginId);
       BSON_APPEND_UTF8(d, "name", origin.c_str());
-      Document doc = Document::Adopt(d);
-      UpdateOptions uo;
-      uo.upsert = true;
-      uo.write.context.agent_id = kSyncAgent;
-      return ck.ReplaceOne(StrIdFilter(sync_state::kOriginId).view(), doc.view(), uo).status();
+      return PutState(sync_state::kCheckpoints, StrIdFilter(sync_state::kOriginId), Document::Adopt(d), nullptr);
     }
     ASSIGN_OR_RETURN(std::optional<Document> o, ck.FindOne(StrIdFilter(sync_state::kOriginId).view()));
     bson_iter_t it;
@@ -365,15 +353,29 @@ struct Sync::Impl {
   }
 
   // Sets fields of the namespace's checkpoint (upsert).
-  Status SetCheckpoint(const Ns& ns, const bson_t* set, Transaction* txn) {
+  // Sets the fields `fill` appends (upsert).
+  template <typename Fill>
+  Status SetCheckpoint(const Ns& ns, Transaction* txn, const Fill& fill) {
     bson_t* u = bson_new();
-    BSON_APPEND_DOCUMENT(u, "$set", set);
+    bson_t set;
+    BSON_APPEND_DOCUMENT_BEGIN(u, "$set", &set);
+    fill(&set);
+    bson_append_document_end(u, &set);
     Document upd = Document::Adopt(u);
     UpdateOptions uo;
     uo.upsert = true;
     uo.write.txn = txn;
     uo.write.context.agent_id = kSyncAgent;
     return State(sync_state::kCheckpoints).UpdateOne(StrIdFilter(ns.full).view(), upd.view(), uo).status();
+  }
+
+  // Writes a state record whole (upsert), as sync.
+  Status PutState(const char* coll, const Document& filter, const Document& rec, Transaction* txn) {
+    UpdateOptions uo;
+    uo.upsert = true;
+    uo.write.txn = txn;
+    uo.write.context.agent_id = kSyncAgent;
+    return State(coll).ReplaceOne(filter.view(), rec.view(), uo).status();
   }
 
   struct Base {
@@ -418,12 +420,7 @@ struct Sync::Impl {
     BSON_APPEND_INT64(d, "upVersion", b.up_version);
     BSON_APPEND_BOOL(d, "pending", b.pending);
     BSON_APPEND_BOOL(d, "conflict", b.conflict);
-    Document rec = Document::Adopt(d);
-    UpdateOptions uo;
-    uo.upsert = true;
-    uo.write.txn = txn;
-    uo.write.context.agent_id = kSyncAgent;
-    return State(sync_state::kBase).ReplaceOne(key.view(), rec.view(), uo).status();
+    return PutState(sync_state::kBase, key, Document::Adopt(d), txn);
   }
 
   Status SaveConflict(const Ns& ns, const Value& id, const std::optional<Document>& base,
@@ -446,12 +443,7 @@ struct Sync::Impl {
     put("base", base);
     BSON_APPEND_UTF8(d, "policy", ConflictModeName(ns.policy.mode));
     BSON_APPEND_DATE_TIME(d, "at", db->rep()->db->NowMs());
-    Document rec = Document::Adopt(d);
-    UpdateOptions uo;
-    uo.upsert = true;
-    uo.write.txn = txn;
-    uo.write.context.agent_id = kSyncAgent;
-    return State(sync_state::kConflicts).ReplaceOne(key.view(), rec.view(), uo).status();
+    return PutState(sync_state::kConflicts, key, Document::Adopt(d), txn);
   }
 
   // Makes the local document `want` (absent: deleted), through the write
@@ -517,10 +509,9 @@ struct Sync::Impl {
         if (!s.ok()) break;
       }
       if (s.ok() && !token.empty()) {
-        bson_t set = BSON_INITIALIZER;
-        BSON_APPEND_DOCUMENT(&set, "token", token.bson());
-        s = SetCheckpoint(ns, &set, txn);
-        bson_destroy(&set);
+        s = SetCheckpoint(ns, txn, [&](bson_t* set) {
+          BSON_APPEND_DOCUMENT(set, "token", token.bson());
+        });
       }
       if (s.ok()) s = txn->Commit();
       if (s.ok()) {
@@ -647,11 +638,10 @@ struct Sync::Impl {
     if (s.ok() && mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream's " + ns.full);
     mongoc_cursor_destroy(cur);
     RETURN_IF_ERROR(s);
-    bson_t set = BSON_INITIALIZER;
-    if (!token.empty()) BSON_APPEND_DOCUMENT(&set, "token", token.bson());
-    BSON_APPEND_BOOL(&set, "initialized", true);
-    s = SetCheckpoint(ns, &set, nullptr);
-    bson_destroy(&set);
+    s = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
+      if (!token.empty()) BSON_APPEND_DOCUMENT(set, "token", token.bson());
+      BSON_APPEND_BOOL(set, "initialized", true);
+    });
     return s;
   }
 
@@ -712,10 +702,9 @@ struct Sync::Impl {
       // Caught up: the position moves past what was not ours to apply.
       const bson_t* t = mongoc_change_stream_get_resume_token(cs);
       if (t != nullptr) {
-        bson_t set = BSON_INITIALIZER;
-        BSON_APPEND_DOCUMENT(&set, "token", t);
-        s = SetCheckpoint(ns, &set, nullptr);
-        bson_destroy(&set);
+        s = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
+          BSON_APPEND_DOCUMENT(set, "token", t);
+        });
       }
     }
     mongoc_change_stream_destroy(cs);
@@ -779,10 +768,9 @@ struct Sync::Impl {
         }
         RETURN_IF_ERROR(RecordPushed(ns, ops, std::nullopt));
       }
-      bson_t set = BSON_INITIALIZER;
-      BSON_APPEND_INT64(&set, "batch", batch);
-      Status s = SetCheckpoint(ns, &set, nullptr);
-      bson_destroy(&set);
+      Status s = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
+        BSON_APPEND_INT64(set, "batch", batch);
+      });
       RETURN_IF_ERROR(s);
     }
     return inflight.DeleteOne(StrIdFilter(ns.full).view()).status();
@@ -808,10 +796,9 @@ struct Sync::Impl {
         if (!s.ok()) break;
       }
       if (s.ok() && push_seq) {
-        bson_t set = BSON_INITIALIZER;
-        BSON_APPEND_INT64(&set, "pushSeq", static_cast<int64_t>(*push_seq));
-        s = SetCheckpoint(ns, &set, txn);
-        bson_destroy(&set);
+        s = SetCheckpoint(ns, txn, [&](bson_t* set) {
+          BSON_APPEND_INT64(set, "pushSeq", static_cast<int64_t>(*push_seq));
+        });
       }
       if (s.ok()) s = txn->Commit();
       if (s.ok()) return s;
@@ -829,50 +816,16 @@ struct Sync::Impl {
     auto add = [&](const Value& id) {
       if (seen.insert(id.ToJson()).second) ids->push_back(id);
     };
-    JournalQuery q;
-    q.db = ns.db;
-    q.collection = ns.coll;
-    q.after_seq = after;
-    q.limit = 10000;
-    *upto = after;
-    for (;;) {
-      StatusOr<JournalBatch> read = db->ReadJournal(q);
-      if (!read.ok() && read.status().code() == ErrorCode::kChangeStreamHistoryLost) {
-        // Offline for longer than the journal keeps events: which documents
-        // changed is not recorded any more, so every one is compared with
-        // its base (the push sends only real differences).
-        Progress(ns.full + ": the journal no longer goes back to the push checkpoint; comparing every document");
-        *upto = db->rep()->db->LastJournalSeq();
-        return AllIds(ns, add);
-      }
-      if (!read.ok()) return read.status();
-      JournalBatch& b = *read;
-      for (const Document& e : b.events) {
-        bson_iter_t it, agent;
-        if (bson_iter_init(&it, e.bson()) && bson_iter_find_descendant(&it, "writeContext.agentId", &agent) &&
-            BSON_ITER_HOLDS_UTF8(&agent) && std::string_view(bson_iter_utf8(&agent, nullptr)) == kSyncAgent) {
-          continue;
-        }
-        if (bson_iter_init_find(&it, e.bson(), "op") && BSON_ITER_HOLDS_UTF8(&it) &&
-            std::string_view(bson_iter_utf8(&it, nullptr)) == "conflict") {
-          continue;
-        }
-        if (bson_iter_init_find(&it, e.bson(), "_id")) add(Value(*bson_iter_value(&it)));
-      }
-      *upto = std::max<uint64_t>(*upto, b.next_after_seq);
-      if (b.events.empty() || b.next_after_seq >= b.last_seq) break;
-      q.after_seq = b.next_after_seq;
-    }
-    bson_t* f = bson_new();
-    BSON_APPEND_UTF8(f, "_id.ns", ns.full.c_str());
-    BSON_APPEND_BOOL(f, "pending", true);
-    Document filter = Document::Adopt(f);
-    ASSIGN_OR_RETURN(std::vector<Document> pend, State(sync_state::kBase).Find(filter.view()));
-    for (const Document& p : pend) {
-      bson_iter_t it;
-      if (bson_iter_init(&it, p.bson()) && bson_iter_find_descendant(&it, "_id.id", &it)) add(Value(*bson_iter_value(&it)));
-    }
-    return Status::OK();
+    Status s = sync_state::PendingPush(db->rep()->db.get(), ns.full, after, add, upto);
+    if (s.code() != ErrorCode::kChangeStreamHistoryLost) return s;
+    // Offline for longer than the journal keeps events: which documents
+    // changed is not recorded any more, so every one is compared with its
+    // base (the push sends only real differences).
+    Progress(ns.full + ": the journal no longer goes back to the push checkpoint; comparing every document");
+    ids->clear();
+    seen.clear();
+    *upto = db->rep()->db->LastJournalSeq();
+    return AllIds(ns, add);
   }
 
   // Every document here and every one with a base (it may have been deleted).
@@ -1007,19 +960,17 @@ struct Sync::Impl {
       }
       RETURN_IF_ERROR(RecordPushed(ns, ready, std::nullopt));
       RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
-      bson_t set = BSON_INITIALIZER;
-      BSON_APPEND_INT64(&set, "batch", batch_no);
-      Status cs = SetCheckpoint(ns, &set, nullptr);
-      bson_destroy(&set);
+      Status cs = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
+        BSON_APPEND_INT64(set, "batch", batch_no);
+      });
       RETURN_IF_ERROR(cs);
       report.pushed += static_cast<int64_t>(ready.size());
       Progress(ns.full + ": pushed " + std::to_string(report.pushed) + " documents");
     }
     if (all_done && upto > push_seq) {
-      bson_t set = BSON_INITIALIZER;
-      BSON_APPEND_INT64(&set, "pushSeq", static_cast<int64_t>(upto));
-      Status s = SetCheckpoint(ns, &set, nullptr);
-      bson_destroy(&set);
+      Status s = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
+        BSON_APPEND_INT64(set, "pushSeq", static_cast<int64_t>(upto));
+      });
       RETURN_IF_ERROR(s);
     }
     return Status::OK();
@@ -1044,11 +995,7 @@ struct Sync::Impl {
       bson_append_document_end(&arr, &e);
     }
     bson_append_array_end(d, &arr);
-    Document rec = Document::Adopt(d);
-    UpdateOptions uo;
-    uo.upsert = true;
-    uo.write.context.agent_id = kSyncAgent;
-    return State(sync_state::kInflight).ReplaceOne(StrIdFilter(ns.full).view(), rec.view(), uo).status();
+    return PutState(sync_state::kInflight, StrIdFilter(ns.full), Document::Adopt(d), nullptr);
   }
 
   // One upstream transaction: every conditional write of the batch and the

@@ -88,26 +88,19 @@ void AppendChange(const char* op, const bson_t* after, const std::vector<std::st
     BSON_APPEND_DOCUMENT(b, "fullDocument", after);
     return;
   }
-  bson_t updated, removed;
+  bson_t updated;
   BSON_APPEND_DOCUMENT_BEGIN(b, "updatedFields", &updated);
-  std::vector<const std::string*> gone;
+  std::vector<std::string> gone;
   for (const std::string& path : changed_paths) {
     bson_iter_t it, f;
     if (bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), &f)) {
       bson_append_value(&updated, path.data(), static_cast<int>(path.size()), bson_iter_value(&f));
     } else {
-      gone.push_back(&path);
+      gone.push_back(path);
     }
   }
   bson_append_document_end(b, &updated);
-  BSON_APPEND_ARRAY_BEGIN(b, "removedFields", &removed);
-  char buf[16];
-  for (size_t i = 0; i < gone.size(); ++i) {
-    const char* k;
-    bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
-    bson_append_utf8(&removed, k, -1, gone[i]->data(), static_cast<int>(gone[i]->size()));
-  }
-  bson_append_array_end(b, &removed);
+  AppendStringArray(b, "removedFields", gone);
 }
 
 // Both refusals (VersionConflict, StaleBasis) are cured by reading again.

@@ -717,6 +717,7 @@ struct Sync::Impl {
     Value id;
     std::optional<Document> doc;  // what this side has (no version field); absent: deleted
     Base base;
+    bool base_loaded = false;  // base is the record as it was when the push read it
     int64_t new_up_version = -1;
   };
 
@@ -786,7 +787,11 @@ struct Sync::Impl {
       Transaction* txn = t->get();
       Status s;
       for (const PushOp& op : ops) {
-        ASSIGN_OR_RETURN(Base cur, LoadBase(ns, op.id, txn));
+        // Only a pull (this thread) marks conflicts, and a push skips them.
+        Base cur = op.base;
+        if (!op.base_loaded) {
+          ASSIGN_OR_RETURN(cur, LoadBase(ns, op.id, txn));
+        }
         Base nb;
         nb.exists = true;
         nb.doc = op.doc;
@@ -894,6 +899,7 @@ struct Sync::Impl {
     std::vector<Value> ids;
     uint64_t upto = push_seq;
     RETURN_IF_ERROR(PendingIds(ns, push_seq, &ids, &upto));
+    if (!ids.empty()) Progress(ns.full + ": " + std::to_string(ids.size()) + " documents to push");
     bool all_done = true;
     Collection local = db->GetCollection(ns.db, ns.coll);
     for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(opts.batch_size)) {
@@ -904,6 +910,7 @@ struct Sync::Impl {
         PushOp op;
         op.id = ids[i];
         ASSIGN_OR_RETURN(op.base, LoadBase(ns, op.id, nullptr));
+        op.base_loaded = true;
         if (op.base.conflict) {
           all_done = false;  // waits for syncResolve
           continue;
@@ -921,42 +928,64 @@ struct Sync::Impl {
         ops.push_back(std::move(op));
       }
       if (!unchanged.empty()) RETURN_IF_ERROR(RecordPushed(ns, unchanged, std::nullopt));
-      if (ops.empty()) continue;
-      ASSIGN_OR_RETURN(auto versions, UpstreamVersions(ns, ops));
       std::vector<PushOp> ready;
       for (PushOp& op : ops) {
-        auto it = versions.find(op.id.ToJson());
-        const bool up_exists = it != versions.end();
         const bool base_has = op.base.exists && op.base.doc.has_value();
-        if (base_has ? (!up_exists || it->second != op.base.up_version) : up_exists) {
-          *blocked = true;  // the upstream moved: the next pull decides
-          all_done = false;
-          continue;
-        }
         if (!op.doc && !base_has) continue;
         op.new_up_version = !base_has ? 0 : op.doc ? op.base.up_version + 1 : op.base.up_version;
         ready.push_back(std::move(op));
       }
-      if (ready.empty()) continue;
-      ++batch_no;
-      RETURN_IF_ERROR(RecordInflight(ns, batch_no, ready));
-      Status s = SendBatch(ns, batch_no, ready);
-      if (!s.ok()) {
+      // The writes are conditional on the versions this side last saw, so
+      // the batch is sent as it is; only when the upstream refuses it (a
+      // document moved there) are its versions read, the moved documents
+      // left to the next pull, and the rest sent again.
+      bool sent = false;
+      for (int attempt = 0; attempt < 2 && !ready.empty() && !sent; ++attempt) {
+        if (attempt > 0) {
+          ASSIGN_OR_RETURN(auto versions, UpstreamVersions(ns, ready));
+          std::vector<PushOp> still;
+          for (PushOp& op : ready) {
+            auto it = versions.find(op.id.ToJson());
+            const bool up_exists = it != versions.end();
+            const bool base_has = op.base.exists && op.base.doc.has_value();
+            if (base_has ? (!up_exists || it->second != op.base.up_version) : up_exists) {
+              *blocked = true;  // the upstream moved: the next pull decides
+              all_done = false;
+              continue;
+            }
+            still.push_back(std::move(op));
+          }
+          ready = std::move(still);
+          if (ready.empty()) break;
+        }
+        ++batch_no;
+        RETURN_IF_ERROR(RecordInflight(ns, batch_no, ready));
+        Status s = SendBatch(ns, batch_no, ready);
+        if (s.ok()) {
+          sent = true;
+          break;
+        }
         // Did it commit anyway?  The upstream checkpoint is in the same
         // transaction.  When that cannot be read, the batch stays in
         // flight for the next run to decide.
         StatusOr<int64_t> up = UpstreamBatch(ns);
         if (!up.ok()) return s;
-        if (*up < batch_no) {
-          // The upstream refused a write (a condition, or an _id created
-          // there meanwhile): the transaction aborted.
-          const bool definite = s.code() == ErrorCode::kWriteConflict || s.code() == ErrorCode::kDuplicateKey;
-          if (!definite) return s;  // a lost commit reply: decided by the next run
-          RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
-          *blocked = true;  // the upstream moved under the batch
-          all_done = false;
-          continue;
+        if (*up >= batch_no) {
+          sent = true;  // committed; the reply was lost
+          break;
         }
+        // The upstream refused a write (a condition, or an _id created
+        // there meanwhile): the transaction aborted.
+        const bool definite = s.code() == ErrorCode::kWriteConflict || s.code() == ErrorCode::kDuplicateKey;
+        if (!definite) return s;  // a lost commit reply: decided by the next run
+        RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
+      }
+      if (!sent) {
+        if (!ready.empty()) {
+          *blocked = true;  // refused twice: the upstream keeps moving
+          all_done = false;
+        }
+        continue;
       }
       RETURN_IF_ERROR(RecordPushed(ns, ready, std::nullopt));
       RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());

@@ -59,6 +59,7 @@ class SyncTest : public ::testing::Test {
     o.namespaces = {"shop.orders"};
     o.origin = origin;
     o.batch_size = 3;  // several upstream transactions per run
+    o.progress = progress_;
     auto s = Sync::Open(edge, o);
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     if (!s.ok()) return SyncReport();
@@ -95,6 +96,7 @@ class SyncTest : public ::testing::Test {
   std::unique_ptr<server::WireServer> server_;
   std::string uri_;
   std::string versions_ = "auto";
+  std::function<void(const std::string&)> progress_;
   std::map<std::string, std::unique_ptr<Database>> edges_;
 };
 
@@ -188,6 +190,43 @@ TEST_F(SyncTest, FieldMergeMergesDisjointFieldsAndAddsIncrements) {
     EXPECT_EQ(test::StrAt((*d)->bson(), "status"), "paid");
     EXPECT_EQ(test::StrAt((*d)->bson(), "note"), "fragile");
   }
+}
+
+// The upstream moves between this side's pull and its push: the batch's
+// conditional write on that document fails, the upstream refuses the whole
+// batch, and the push sends the rest again without it; the next round's
+// pull merges the moved document and pushes it.
+TEST_F(SyncTest, ADocumentThatMovesUpstreamDuringThePushIsMergedNotOverwritten) {
+  const std::string policy = R"({"mode": "fieldMerge", "mergeIncrements": true})";
+  Database* a = Edge("a", policy);
+  Collection orders = a->GetCollection("shop", "orders");
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_OK(orders.InsertOne(Json(R"({"_id": )" + std::to_string(i) + R"(, "count": 10})").view()));
+  }
+  SyncOnce(a, "a");
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_OK(orders.UpdateOne(Json(R"({"_id": )" + std::to_string(i) + "}").view(), Json(R"({"$inc": {"count": 1}})").view()));
+  }
+  int hub_writes = 0;
+  progress_ = [&](const std::string& line) {
+    if (line.find("documents to push") == std::string::npos || hub_writes > 0) return;
+    ++hub_writes;  // once: after the pull, before the first batch is sent
+    Status s = hub_->GetCollection("shop", "orders")
+                   .UpdateOne(Json(R"({"_id": 2})").view(), Json(R"({"$inc": {"count": 100}})").view())
+                   .status();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  };
+  SyncReport r = SyncOnce(a, "a");
+  progress_ = nullptr;
+  EXPECT_EQ(hub_writes, 1);
+  EXPECT_EQ(r.merged, 1) << r.ToJson();
+  EXPECT_EQ(r.pushed, 3) << r.ToJson();
+  for (Database* db : {a, hub_.get()}) {
+    EXPECT_EQ(Field(db, "1", "count"), 11);
+    EXPECT_EQ(Field(db, "2", "count"), 111) << "the hub's +100 and the edge's +1";
+    EXPECT_EQ(Field(db, "3", "count"), 11);
+  }
+  EXPECT_EQ(Docs(a), Docs(hub_.get()));
 }
 
 // Two +1s from the same base end at the same value on both sides; they are

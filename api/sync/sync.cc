@@ -471,11 +471,16 @@ struct Sync::Impl {
   // here: skipped when this side already has it, written when only the
   // upstream changed it, decided by the policy when both did.  `token`
   // (may be empty) is stored in the same local transaction.
-  // One upstream state of a document (u absent: deleted upstream).
+  // One upstream change of a document: its state (u absent: deleted
+  // upstream), or, for an update event, only the version it made (the
+  // state is read from the upstream when this side does not have it yet).
   struct Change {
     Value id;
     std::optional<Document> u;  // without the version field
     std::optional<int64_t> up_version;
+    std::string source;    // the upstream writer's writeContext.source, when known
+    bool lookup = false;   // an update: u is read from the upstream if needed
+    bool skip = false;     // known here already
     size_t bytes = 0;
   };
   static Change MakeChange(const Ns& ns, Value id, const std::optional<Document>& upstream_doc) {
@@ -488,6 +493,37 @@ struct Sync::Impl {
     }
     return c;
   }
+
+  // Fills in the update events of `changes`: those whose version this
+  // side's base already has are skipped (its own pushes, coming back);
+  // the rest take the upstream's current document, read in one query (as
+  // `updateLookup` would, but only for what is needed).
+  Status Resolve(const Ns& ns, std::vector<Change>* changes) {
+    std::vector<Value> wanted;
+    for (Change& c : *changes) {
+      if (!c.lookup) continue;
+      ASSIGN_OR_RETURN(Base b, LoadBase(ns, c.id, nullptr));
+      if (c.up_version && b.exists && b.up_version >= *c.up_version) {
+        c.skip = true;
+        continue;
+      }
+      wanted.push_back(c.id);
+    }
+    if (wanted.empty()) return Status::OK();
+    std::map<std::string, Document> docs;
+    RETURN_IF_ERROR(UpstreamDocs(ns, wanted, false, [&](const std::string& key, const bson_t* d) {
+      docs.emplace(key, Document::Copy(d));
+    }));
+    for (Change& c : *changes) {
+      if (!c.lookup || c.skip) continue;
+      auto it = docs.find(c.id.ToJson());
+      std::string source = std::move(c.source);
+      c = MakeChange(ns, c.id, it == docs.end() ? std::nullopt : std::optional<Document>(it->second));
+      c.source = std::move(source);  // absent now: deleted since, as updateLookup says
+    }
+    return Status::OK();
+  }
+
   static constexpr size_t kApplyBatch = 256;
   static constexpr size_t kApplyBatchBytes = 4u << 20;
 
@@ -495,8 +531,10 @@ struct Sync::Impl {
   // (may be empty) stored in it: each skipped when this side already has
   // it, written when only the upstream changed the document, decided by
   // the policy when both did.
-  Status ApplyBatch(const Ns& ns, const std::vector<Change>& changes, const Document& token) {
+  Status ApplyBatch(const Ns& ns, std::vector<Change>* batch, const Document& token) {
+    const std::vector<Change>& changes = *batch;
     if (changes.empty() && token.empty()) return Status::OK();
+    RETURN_IF_ERROR(Resolve(ns, batch));
     Status last;
     for (int attempt = 0; attempt < kLocalRetries; ++attempt) {
       StatusOr<std::unique_ptr<Transaction>> t = db->StartTransaction();
@@ -505,6 +543,10 @@ struct Sync::Impl {
       SyncReport tally;
       Status s;
       for (const Change& c : changes) {
+        if (c.skip) {
+          ++tally.skipped;
+          continue;
+        }
         s = ApplyInTxn(ns, c.id, c.u, c.up_version, txn, &tally);
         if (!s.ok()) break;
       }
@@ -583,7 +625,6 @@ struct Sync::Impl {
   mongoc_change_stream_t* Watch(const Ns& ns, const Document* token, CollHandle* coll) {
     coll->c = Upstream(ns);
     bson_t pipeline = BSON_INITIALIZER, opts = BSON_INITIALIZER;
-    BSON_APPEND_UTF8(&opts, "fullDocument", "updateLookup");
     BSON_APPEND_INT64(&opts, "maxAwaitTimeMS", opts_wait());
     if (token != nullptr && !token->empty()) BSON_APPEND_DOCUMENT(&opts, "resumeAfter", token->bson());
     mongoc_change_stream_t* cs = mongoc_collection_watch(coll->c, &pipeline, &opts);
@@ -627,13 +668,13 @@ struct Sync::Impl {
       batch.push_back(MakeChange(ns, Value(*bson_iter_value(&it)), Document::Copy(doc)));
       bytes += batch.back().bytes;
       if (batch.size() >= kApplyBatch || bytes >= kApplyBatchBytes) {
-        s = ApplyBatch(ns, batch, Document());
+        s = ApplyBatch(ns, &batch, Document());
         batch.clear();
         bytes = 0;
       }
       if (++n % 10000 == 0) Progress(ns.full + ": " + std::to_string(n) + " documents copied");
     }
-    if (s.ok()) s = ApplyBatch(ns, batch, Document());
+    if (s.ok()) s = ApplyBatch(ns, &batch, Document());
     bson_error_t err;
     if (s.ok() && mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream's " + ns.full);
     mongoc_cursor_destroy(cur);
@@ -686,17 +727,36 @@ struct Sync::Impl {
         }
         u = std::move(*d);
       }
-      batch.push_back(MakeChange(ns, std::move(id), u));
+      Change change = MakeChange(ns, std::move(id), u);
+      bson_iter_t f;
+      if (bson_iter_init(&f, ev) && bson_iter_find_descendant(&f, "writeContext.source", &f) && BSON_ITER_HOLDS_UTF8(&f)) {
+        change.source = bson_iter_utf8(&f, nullptr);
+      }
+      if (op == "update" && !u) {
+        // The version it made: gatedb's versionAfter, or a MongoDB
+        // upstream's version field among the updated ones.
+        change.lookup = true;
+        change.up_version = IntField(ev, "versionAfter");
+        if (!change.up_version && bson_iter_init(&f, ev) &&
+            bson_iter_find_descendant(&f, "updateDescription.updatedFields", &f) && BSON_ITER_HOLDS_DOCUMENT(&f)) {
+          bson_t fields;
+          const bson_value_t* v = bson_iter_value(&f);
+          if (bson_init_static(&fields, v->value.v_doc.data, v->value.v_doc.data_len)) {
+            change.up_version = IntField(&fields, ns.version_field.c_str());
+          }
+        }
+      }
+      batch.push_back(std::move(change));
       bytes += batch.back().bytes;
       batch_token = std::move(tok);
       if (batch.size() >= kApplyBatch || bytes >= kApplyBatchBytes) {
-        s = ApplyBatch(ns, batch, batch_token);
+        s = ApplyBatch(ns, &batch, batch_token);
         batch.clear();
         bytes = 0;
       }
     }
     // The rest, with the token of the last change in it.
-    if (s.ok()) s = ApplyBatch(ns, batch, batch_token);
+    if (s.ok()) s = ApplyBatch(ns, &batch, batch_token);
     if (s.ok()) s = StreamError(cs, "pulling " + ns.full + " from the upstream");
     if (s.ok()) {
       // Caught up: the position moves past what was not ours to apply.
@@ -854,21 +914,24 @@ struct Sync::Impl {
     return Status::OK();
   }
 
-  // The upstream versions of `ids` now (absent: no such document).
-  StatusOr<std::map<std::string, int64_t>> UpstreamVersions(const Ns& ns, const std::vector<PushOp>& ops) {
-    std::map<std::string, int64_t> out;
+  // The upstream's documents with these _ids now, whole or (versions_only)
+  // only their version field: found(ToJson of the _id, document).
+  template <typename Found>
+  Status UpstreamDocs(const Ns& ns, const std::vector<Value>& ids, bool versions_only, const Found& found) {
     bson_t* f = bson_new();
     bson_t idf, in;
     BSON_APPEND_DOCUMENT_BEGIN(f, "_id", &idf);
     BSON_APPEND_ARRAY_BEGIN(&idf, "$in", &in);
-    for (size_t i = 0; i < ops.size(); ++i) ops[i].id.AppendTo(&in, std::to_string(i).c_str());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i].AppendTo(&in, std::to_string(i).c_str());
     bson_append_array_end(&idf, &in);
     bson_append_document_end(f, &idf);
     Document filter = Document::Adopt(f);
     bson_t opts = BSON_INITIALIZER, proj;
-    BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
-    BSON_APPEND_INT32(&proj, ns.version_field.c_str(), 1);
-    bson_append_document_end(&opts, &proj);
+    if (versions_only) {
+      BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
+      BSON_APPEND_INT32(&proj, ns.version_field.c_str(), 1);
+      bson_append_document_end(&opts, &proj);
+    }
     CollHandle coll;
     coll.c = Upstream(ns);
     mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll.c, filter.bson(), &opts, nullptr);
@@ -876,14 +939,23 @@ struct Sync::Impl {
     const bson_t* d;
     while (mongoc_cursor_next(cur, &d)) {
       bson_iter_t it;
-      if (!bson_iter_init_find(&it, d, "_id")) continue;
-      out[Value(*bson_iter_value(&it)).ToJson()] = IntField(d, ns.version_field.c_str()).value_or(-1);
+      if (bson_iter_init_find(&it, d, "_id")) found(Value(*bson_iter_value(&it)).ToJson(), d);
     }
     bson_error_t err;
     Status s;
-    if (mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading upstream versions");
+    if (mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream's " + ns.full);
     mongoc_cursor_destroy(cur);
-    RETURN_IF_ERROR(s);
+    return s;
+  }
+
+  // The upstream versions of the ops' documents now (absent: no such document).
+  StatusOr<std::map<std::string, int64_t>> UpstreamVersions(const Ns& ns, const std::vector<PushOp>& ops) {
+    std::vector<Value> ids;
+    for (const PushOp& op : ops) ids.push_back(op.id);
+    std::map<std::string, int64_t> out;
+    RETURN_IF_ERROR(UpstreamDocs(ns, ids, true, [&](const std::string& key, const bson_t* d) {
+      out[key] = IntField(d, ns.version_field.c_str()).value_or(-1);
+    }));
     return out;
   }
 

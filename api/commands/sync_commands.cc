@@ -58,7 +58,7 @@ Status SyncStatusCommand(CommandContext& ctx, bson_t* reply) {
     std::set<std::string> ids;
     uint64_t upto = 0;
     RETURN_IF_ERROR(sync_state::PendingPush(ctx.db, ns, static_cast<uint64_t>(push_seq),
-                                            [&](const Value& id) { ids.insert(id.ToJson()); }, &upto));
+                                            [&](const Value& id, std::string_view) { ids.insert(id.ToJson()); }, &upto));
     int64_t in_conflict = 0;
     for (const Document& c : conflicts) {
       bson_iter_t cns;

@@ -8,8 +8,8 @@
 namespace gatedb {
 namespace sync_state {
 
-Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after, const std::function<void(const Value&)>& add,
-                   uint64_t* upto) {
+Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after,
+                   const std::function<void(const Value&, std::string_view source)>& add, uint64_t* upto) {
   JournalReadRequest q;
   q.ns = ns;
   q.after_seq = after;
@@ -27,7 +27,13 @@ Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after, const std:
           std::string_view(bson_iter_utf8(&it, nullptr)) == "conflict") {
         continue;
       }
-      if (bson_iter_init_find(&it, e.bson(), "_id")) add(Value(*bson_iter_value(&it)));
+      std::string_view source;
+      bson_iter_t src;
+      if (bson_iter_init(&src, e.bson()) && bson_iter_find_descendant(&src, "writeContext.source", &src) &&
+          BSON_ITER_HOLDS_UTF8(&src)) {
+        source = bson_iter_utf8(&src, nullptr);
+      }
+      if (bson_iter_init_find(&it, e.bson(), "_id")) add(Value(*bson_iter_value(&it)), source);
     }
     *upto = std::max<uint64_t>(*upto, r.next_after_seq);
     if (r.events.empty() || r.next_after_seq >= r.last_seq) break;
@@ -42,7 +48,7 @@ Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after, const std:
   ASSIGN_OR_RETURN(FindResult found, db->Find(pending));
   for (const Document& p : found.docs) {
     bson_iter_t it, id;
-    if (bson_iter_init(&it, p.bson()) && bson_iter_find_descendant(&it, "_id.id", &id)) add(Value(*bson_iter_value(&id)));
+    if (bson_iter_init(&it, p.bson()) && bson_iter_find_descendant(&it, "_id.id", &id)) add(Value(*bson_iter_value(&id)), "");
   }
   return Status::OK();
 }

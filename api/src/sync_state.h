@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "gatedb/status.h"
 #include "gatedb/value.h"
@@ -41,12 +42,14 @@ constexpr char kAgent[] = "gatedb.sync";
 
 // What the next push of `ns` ("db.coll") has to look at: each document the
 // journal shows changed after seq `after` by anyone but sync, then each
-// whose base a merge left pending; `add` may see an _id more than once.
+// whose base a merge left pending; `add` may see an _id more than once,
+// with the writeContext.source of that write ("" when it had none, and for
+// a pending base).
 // *upto: the journal seq read up to.  Errors: ChangeStreamHistoryLost when
 // the journal no longer reaches `after` (the caller compares every
 // document instead), and the reads' errors.
-Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after, const std::function<void(const Value&)>& add,
-                   uint64_t* upto);
+Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after,
+                   const std::function<void(const Value&, std::string_view source)>& add, uint64_t* upto);
 
 }  // namespace sync_state
 }  // namespace gatedb

@@ -14,6 +14,7 @@
 
 #include "api/src/database_rep.h"
 #include "api/src/sync_state.h"
+#include "api/src/txn_manager.h"
 #include "engine/document/bson_compare.h"
 #include "engine/document/diff.h"
 #include "engine/storage/db_impl.h"
@@ -172,13 +173,38 @@ StatusOr<Document> ApplyDelta(const bson_t* doc, const Document& delta, const st
 // The three-way decision for a document both sides changed since `base`:
 // the local changes rebased onto the upstream state, or nullopt when the
 // policy leaves it unresolved.  `local`/`upstream` absent: deleted there.
+// A source's rank under sourcePriority: listed first ranks highest (0);
+// unknown sources, and none, rank last.
+size_t SourceRank(const ConflictPolicy& policy, std::string_view source) {
+  for (size_t i = 0; i < policy.source_priority.size(); ++i) {
+    if (policy.source_priority[i] == source) return i;
+  }
+  return policy.source_priority.size();
+}
+
+// `local_source`/`up_source`: the writeContext.source of each side's last
+// write of the document ("" when unknown).
 std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<Document>& base,
                                              const std::optional<Document>& local,
-                                             const std::optional<Document>& upstream) {
+                                             const std::optional<Document>& upstream,
+                                             std::string_view local_source, std::string_view up_source) {
   using Out = std::optional<std::optional<Document>>;
   // Both made the same change; not for counters, where two +1s both count.
   const bool counters = ns.policy.mode == ConflictMode::kFieldMerge && ns.policy.merge_increments;
   if (!counters && SameDoc(local, upstream)) return Out(local);
+  if (ns.policy.mode == ConflictMode::kSourcePriority) {
+    // The side whose writer's source ranks higher wins whole, deletes
+    // included; an equal rank is left to syncResolve, as the local gate
+    // refuses a stale write of an equal rank.
+    const size_t mine = SourceRank(ns.policy, local_source), theirs = SourceRank(ns.policy, up_source);
+    if (mine < theirs) return Out(local);
+    if (theirs < mine) return Out(upstream);
+    return std::nullopt;
+  }
+  // appendOnly: documents are only ever inserted, so the two sides' sets of
+  // documents simply unite; one _id with two different contents (or an
+  // upstream that changed or deleted a document) is a conflict.
+  if (ns.policy.mode == ConflictMode::kAppendOnly) return std::nullopt;
   // An update against a delete: the update wins (the document lives on with it).
   if (!upstream && local) return Out(local);
   if (!local && upstream) return Out(upstream);
@@ -448,13 +474,16 @@ struct Sync::Impl {
 
   // Makes the local document `want` (absent: deleted), through the write
   // gate, based on `have` (what was read in this transaction).
+  // `source`: the upstream writer's writeContext.source, kept as this
+  // write's source so that sourcePriority ranks the document's real writer;
+  // "upstream" when not known.
   Status WriteLocal(const Ns& ns, const Value& id, const std::optional<Document>& have,
-                    const std::optional<Document>& want, Transaction* txn) {
+                    const std::optional<Document>& want, const std::string& source, Transaction* txn) {
     Collection c = db->GetCollection(ns.db, ns.coll);
     WriteOptions w;
     w.txn = txn;
     w.context.agent_id = kSyncAgent;
-    w.context.source = "upstream";
+    w.context.source = source.empty() ? "upstream" : source;
     if (have) w.basis_version = IntField(have->bson(), ns.version_field.c_str());
     Document filter = IdFilter(id);
     if (!want) {
@@ -547,7 +576,7 @@ struct Sync::Impl {
           ++tally.skipped;
           continue;
         }
-        s = ApplyInTxn(ns, c.id, c.u, c.up_version, txn, &tally);
+        s = ApplyInTxn(ns, c, txn, &tally);
         if (!s.ok()) break;
       }
       if (s.ok() && !token.empty()) {
@@ -574,48 +603,91 @@ struct Sync::Impl {
     return last;
   }
 
-  Status ApplyInTxn(const Ns& ns, const Value& id, const std::optional<Document>& u,
-                    std::optional<int64_t> up_version, Transaction* txn, SyncReport* tally) {
+  // The local document, read in `txn`, and the writeContext.source of its
+  // last writer (for a document deleted here: of the delete, from the
+  // journal since the push checkpoint; "" when not known).
+  StatusOr<std::optional<Document>> ReadLocal(const Ns& ns, const Value& id, Transaction* txn, std::string* source) {
+    Document writer;
+    std::optional<Document> have;
+    {
+      TxnUse use(txn->impl(), db->rep()->db->NowMs());
+      if (!use.status().ok()) return use.status();
+      StatusOr<std::optional<Document>> r =
+          db->rep()->db->FindById(Namespace{ns.db, ns.coll}, id.get(), use.scope(), source ? &writer : nullptr);
+      if (!r.ok()) {
+        use.AbortOnError(r.status());
+        return r.status();
+      }
+      have = std::move(*r);
+    }
+    if (source == nullptr) return have;
+    bson_iter_t it;
+    if (have) {
+      if (!writer.empty() && bson_iter_init_find(&it, writer.bson(), "source") && BSON_ITER_HOLDS_UTF8(&it)) {
+        *source = bson_iter_utf8(&it, nullptr);
+      }
+      return have;
+    }
+    ASSIGN_OR_RETURN(Document ck, Checkpoint(ns, nullptr));
+    const uint64_t push_seq = static_cast<uint64_t>(IntField(ck.bson(), "pushSeq").value_or(0));
+    const std::string want = id.ToJson();
+    uint64_t upto = 0;
+    Status s = sync_state::PendingPush(db->rep()->db.get(), ns.full, push_seq,
+                                       [&](const Value& v, std::string_view src) {
+                                         if (v.ToJson() == want && !src.empty()) *source = std::string(src);
+                                       },
+                                       &upto);
+    if (!s.ok() && s.code() != ErrorCode::kChangeStreamHistoryLost) return s;
+    return have;
+  }
+
+  Status ApplyInTxn(const Ns& ns, const Change& c, Transaction* txn, SyncReport* tally) {
+    const Value& id = c.id;
+    const std::optional<Document>& u = c.u;
+    const std::optional<int64_t>& up_version = c.up_version;
     ASSIGN_OR_RETURN(Base b, LoadBase(ns, id, txn));
     bool skip = false;
     if (u && up_version && b.exists && b.up_version >= *up_version) skip = true;  // ours, or known
     if (!u && b.exists && !b.doc) skip = true;                                     // already gone
-    if (!skip) {
-      FindOptions fo;
-      fo.txn = txn;
-      ASSIGN_OR_RETURN(std::optional<Document> have, db->GetCollection(ns.db, ns.coll).FindOne(IdFilter(id).view(), fo));
-      std::optional<Document> l;
-      if (have) l = Strip(have->bson(), ns.version_field);
-      const int64_t new_up = u ? up_version.value_or(-1) : b.up_version;
-      const bool local_changed = !SameDoc(l, b.exists ? b.doc : std::nullopt);
-      Base nb;
-      nb.exists = true;
-      nb.doc = u;
-      nb.up_version = new_up;
-      if (b.conflict) {
-        // Still unresolved: the upstream side of it moves on.
-        nb.conflict = true;
-        RETURN_IF_ERROR(SaveConflict(ns, id, b.doc, l, u, txn));
-      } else if (!local_changed) {
-        RETURN_IF_ERROR(WriteLocal(ns, id, have, u, txn));
-        ++tally->pulled;
-      } else {
-        std::optional<std::optional<Document>> m = Merge(ns, b.exists ? b.doc : std::nullopt, l, u);
-        if (m) {
-          if (!SameDoc(*m, l)) RETURN_IF_ERROR(WriteLocal(ns, id, have, *m, txn));
-          nb.pending = !SameDoc(*m, u);
-          ++tally->merged;
-        } else {
-          nb.conflict = true;
-          RETURN_IF_ERROR(SaveConflict(ns, id, b.exists ? b.doc : std::nullopt, l, u, txn));
-          ++tally->conflicts;
-        }
-      }
-      RETURN_IF_ERROR(SaveBase(ns, id, nb, txn));
-    } else {
+    if (skip) {
       ++tally->skipped;
+      return Status::OK();
     }
-    return Status::OK();
+    std::string local_source;
+    const bool by_source = ns.policy.mode == ConflictMode::kSourcePriority;
+    ASSIGN_OR_RETURN(std::optional<Document> have, ReadLocal(ns, id, txn, by_source ? &local_source : nullptr));
+    std::optional<Document> l;
+    if (have) l = Strip(have->bson(), ns.version_field);
+    const int64_t new_up = u ? up_version.value_or(-1) : b.up_version;
+    const std::optional<Document> base_doc = b.exists ? b.doc : std::nullopt;
+    bool local_changed = !SameDoc(l, base_doc);
+    // appendOnly: an upstream change of a document this side has is never
+    // written here (the gate refuses updates and deletes): a conflict.
+    if (ns.policy.mode == ConflictMode::kAppendOnly && l && !SameDoc(l, u)) local_changed = true;
+    Base nb;
+    nb.exists = true;
+    nb.doc = u;
+    nb.up_version = new_up;
+    if (b.conflict) {
+      // Still unresolved: the upstream side of it moves on.
+      nb.conflict = true;
+      RETURN_IF_ERROR(SaveConflict(ns, id, b.doc, l, u, txn));
+    } else if (!local_changed) {
+      RETURN_IF_ERROR(WriteLocal(ns, id, have, u, c.source, txn));
+      ++tally->pulled;
+    } else {
+      std::optional<std::optional<Document>> m = Merge(ns, base_doc, l, u, local_source, c.source);
+      if (m) {
+        if (!SameDoc(*m, l)) RETURN_IF_ERROR(WriteLocal(ns, id, have, *m, c.source, txn));
+        nb.pending = !SameDoc(*m, u);
+        ++tally->merged;
+      } else {
+        nb.conflict = true;
+        RETURN_IF_ERROR(SaveConflict(ns, id, base_doc, l, u, txn));
+        ++tally->conflicts;
+      }
+    }
+    return SaveBase(ns, id, nb, txn);
   }
 
   // ---- pull -------------------------------------------------------------
@@ -777,6 +849,7 @@ struct Sync::Impl {
     Value id;
     std::optional<Document> doc;  // what this side has (no version field); absent: deleted
     Base base;
+    std::string source;  // the writeContext.source of this side's last write of it
     bool base_loaded = false;  // base is the record as it was when the push read it
     int64_t new_up_version = -1;
   };
@@ -876,10 +949,15 @@ struct Sync::Impl {
 
   // The documents this side changed since the push checkpoint (by anyone
   // but sync itself), and those a merge left pending.
-  Status PendingIds(const Ns& ns, uint64_t after, std::vector<Value>* ids, uint64_t* upto) {
+  // *sources: the writeContext.source of the last write the journal shows
+  // of each (when it had one).
+  Status PendingIds(const Ns& ns, uint64_t after, std::vector<Value>* ids, uint64_t* upto,
+                    std::map<std::string, std::string>* sources) {
     std::set<std::string> seen;
-    auto add = [&](const Value& id) {
-      if (seen.insert(id.ToJson()).second) ids->push_back(id);
+    auto add = [&](const Value& id, std::string_view source = {}) {
+      std::string key = id.ToJson();
+      if (!source.empty()) (*sources)[key] = std::string(source);
+      if (seen.insert(std::move(key)).second) ids->push_back(id);
     };
     Status s = sync_state::PendingPush(db->rep()->db.get(), ns.full, after, add, upto);
     if (s.code() != ErrorCode::kChangeStreamHistoryLost) return s;
@@ -970,7 +1048,8 @@ struct Sync::Impl {
     int64_t batch_no = std::max(IntField(ck.bson(), "batch").value_or(0), up_batch);
     std::vector<Value> ids;
     uint64_t upto = push_seq;
-    RETURN_IF_ERROR(PendingIds(ns, push_seq, &ids, &upto));
+    std::map<std::string, std::string> sources;
+    RETURN_IF_ERROR(PendingIds(ns, push_seq, &ids, &upto, &sources));
     if (!ids.empty()) Progress(ns.full + ": " + std::to_string(ids.size()) + " documents to push");
     bool all_done = true;
     Collection local = db->GetCollection(ns.db, ns.coll);
@@ -987,8 +1066,17 @@ struct Sync::Impl {
           all_done = false;  // waits for syncResolve
           continue;
         }
-        ASSIGN_OR_RETURN(std::optional<Document> have, local.FindOne(IdFilter(op.id).view()));
+        Document writer;
+        ASSIGN_OR_RETURN(std::optional<Document> have,
+                         db->rep()->db->FindById(Namespace{ns.db, ns.coll}, op.id.get(), nullptr, &writer));
         if (have) op.doc = Strip(have->bson(), ns.version_field);
+        auto src = sources.find(op.id.ToJson());
+        bson_iter_t wi;
+        if (src != sources.end()) {
+          op.source = src->second;
+        } else if (!writer.empty() && bson_iter_init_find(&wi, writer.bson(), "source") && BSON_ITER_HOLDS_UTF8(&wi)) {
+          op.source = bson_iter_utf8(&wi, nullptr);
+        }
         std::optional<Document> base_doc = op.base.exists ? op.base.doc : std::nullopt;
         if (SameDoc(op.doc, base_doc)) {
           if (op.base.pending) {
@@ -1099,6 +1187,36 @@ struct Sync::Impl {
     return PutState(sync_state::kInflight, StrIdFilter(ns.full), Document::Adopt(d), nullptr);
   }
 
+  // One write command on the upstream, in the session of `sopts`: OK when
+  // it wrote (or matched) `want` documents; a write error is its own code;
+  // fewer is a WriteConflict (a condition no longer held: that document
+  // moved upstream).
+  Status RunUpstreamWrite(mongoc_collection_t* coll, const bson_t* cmd, const bson_t* sopts, int64_t want,
+                          const std::string& what) {
+    bson_t reply;
+    bson_error_t err;
+    Status s;
+    if (!mongoc_collection_write_command_with_opts(coll, cmd, sopts, &reply, &err)) {
+      s = FromMongoc(err, what);
+    } else {
+      bson_iter_t it, e;
+      if (bson_iter_init_find(&it, &reply, "writeErrors") && bson_iter_recurse(&it, &e) && bson_iter_next(&e) &&
+          BSON_ITER_HOLDS_DOCUMENT(&e)) {
+        bson_t first;
+        const bson_value_t* v = bson_iter_value(&e);
+        bson_init_static(&first, v->value.v_doc.data, v->value.v_doc.data_len);
+        bson_iter_t f;
+        std::string msg = bson_iter_init_find(&f, &first, "errmsg") && BSON_ITER_HOLDS_UTF8(&f) ? bson_iter_utf8(&f, nullptr) : "";
+        s = Status(static_cast<ErrorCode>(IntField(&first, "code").value_or(static_cast<int64_t>(ErrorCode::kInternalError))),
+                   what + ": " + msg);
+      } else if (IntField(&reply, "n").value_or(-1) != want) {
+        s = Status(ErrorCode::kWriteConflict, "an upstream document changed since this side last saw it");
+      }
+    }
+    bson_destroy(&reply);
+    return s;
+  }
+
   // One upstream transaction: every conditional write of the batch and the
   // origin's checkpoint.  A write whose condition no longer holds aborts
   // it (WriteConflict): the upstream moved.
@@ -1114,38 +1232,50 @@ struct Sync::Impl {
     if (s.ok() && !mongoc_client_session_append(session, &sopts, &err)) s = FromMongoc(err, "session");
     CollHandle coll;
     coll.c = Upstream(ns);
-    // One ordered bulk write: one round trip for the batch's documents.
-    bson_t bopts = BSON_INITIALIZER;
-    BSON_APPEND_BOOL(&bopts, "ordered", true);
-    if (s.ok() && !mongoc_client_session_append(session, &bopts, &err)) s = FromMongoc(err, "session");
-    mongoc_bulk_operation_t* bulk = mongoc_collection_create_bulk_operation_with_opts(coll.c, &bopts);
-    bson_destroy(&bopts);
-    int64_t inserts = 0, matches = 0, removes = 0;
-    for (size_t i = 0; s.ok() && i < ops.size(); ++i) {
-      const PushOp& op = ops[i];
-      const bool base_has = op.base.exists && op.base.doc.has_value();
-      bool ok = true;
-      if (!base_has) {
-        bson_t* doc = bson_new();
-        bson_concat(doc, op.doc->bson());
-        if (!hub) BSON_APPEND_INT64(doc, ns.version_field.c_str(), 0);
-        ok = mongoc_bulk_operation_insert_with_opts(bulk, doc, nullptr, &err);
-        bson_destroy(doc);
-        ++inserts;
-      } else {
-        bson_t* filter = bson_new();
-        op.id.AppendTo(filter, "_id");
+    // Per source (a hub records each write's writeContext, which
+    // sourcePriority ranks; a MongoDB upstream takes none), one insert, one
+    // update and one delete command: a few round trips for the batch.
+    std::map<std::string, std::vector<const PushOp*>> groups;
+    for (const PushOp& op : ops) groups[hub ? op.source : std::string()].push_back(&op);
+    for (auto g = groups.begin(); s.ok() && g != groups.end(); ++g) {
+      bson_t ins = BSON_INITIALIZER, upd = BSON_INITIALIZER, del = BSON_INITIALIZER;
+      bson_t ins_arr, upd_arr, del_arr;
+      BSON_APPEND_UTF8(&ins, "insert", ns.coll.c_str());
+      BSON_APPEND_ARRAY_BEGIN(&ins, "documents", &ins_arr);
+      BSON_APPEND_UTF8(&upd, "update", ns.coll.c_str());
+      BSON_APPEND_ARRAY_BEGIN(&upd, "updates", &upd_arr);
+      BSON_APPEND_UTF8(&del, "delete", ns.coll.c_str());
+      BSON_APPEND_ARRAY_BEGIN(&del, "deletes", &del_arr);
+      int64_t inserts = 0, matches = 0, removes = 0;
+      for (const PushOp* opp : g->second) {
+        const PushOp& op = *opp;
+        const bool base_has = op.base.exists && op.base.doc.has_value();
+        if (!base_has) {
+          bson_t doc;
+          const std::string k = std::to_string(inserts++);
+          BSON_APPEND_DOCUMENT_BEGIN(&ins_arr, k.c_str(), &doc);
+          bson_concat(&doc, op.doc->bson());
+          if (!hub) BSON_APPEND_INT64(&doc, ns.version_field.c_str(), 0);
+          bson_append_document_end(&ins_arr, &doc);
+          continue;
+        }
+        bson_t filter = BSON_INITIALIZER;
+        op.id.AppendTo(&filter, "_id");
         if (op.base.up_version >= 0) {
-          BSON_APPEND_INT64(filter, ns.version_field.c_str(), op.base.up_version);
+          BSON_APPEND_INT64(&filter, ns.version_field.c_str(), op.base.up_version);
         } else {
           bson_t ex;
-          BSON_APPEND_DOCUMENT_BEGIN(filter, ns.version_field.c_str(), &ex);
+          BSON_APPEND_DOCUMENT_BEGIN(&filter, ns.version_field.c_str(), &ex);
           BSON_APPEND_BOOL(&ex, "$exists", false);
-          bson_append_document_end(filter, &ex);
+          bson_append_document_end(&filter, &ex);
         }
+        bson_t stmt;
         if (!op.doc) {
-          ok = mongoc_bulk_operation_remove_one_with_opts(bulk, filter, nullptr, &err);
-          ++removes;
+          const std::string k = std::to_string(removes++);
+          BSON_APPEND_DOCUMENT_BEGIN(&del_arr, k.c_str(), &stmt);
+          BSON_APPEND_DOCUMENT(&stmt, "q", &filter);
+          BSON_APPEND_INT32(&stmt, "limit", 1);
+          bson_append_document_end(&del_arr, &stmt);
         } else {
           std::vector<std::string> paths = Changed(op.base.doc->bson(), op.doc->bson());
           std::set<std::string> inc_paths;
@@ -1154,26 +1284,37 @@ struct Sync::Impl {
           }
           Document delta = BuildDelta(op.base.doc->bson(), op.doc->bson(), paths, inc_paths,
                                       hub ? nullptr : &ns.version_field);
-          ok = mongoc_bulk_operation_update_one_with_opts(bulk, filter, delta.bson(), nullptr, &err);
-          ++matches;
+          const std::string k = std::to_string(matches++);
+          BSON_APPEND_DOCUMENT_BEGIN(&upd_arr, k.c_str(), &stmt);
+          BSON_APPEND_DOCUMENT(&stmt, "q", &filter);
+          BSON_APPEND_DOCUMENT(&stmt, "u", delta.bson());
+          bson_append_document_end(&upd_arr, &stmt);
         }
-        bson_destroy(filter);
+        bson_destroy(&filter);
       }
-      if (!ok) s = FromMongoc(err, "building the push to the upstream's " + ns.full);
-    }
-    if (s.ok()) {
-      bson_t reply;
-      if (!mongoc_bulk_operation_execute(bulk, &reply, &err)) {
-        s = FromMongoc(err, "pushing to the upstream's " + ns.full);
-      } else if (IntField(&reply, "nInserted").value_or(0) != inserts ||
-                 IntField(&reply, "nMatched").value_or(0) != matches ||
-                 IntField(&reply, "nRemoved").value_or(0) != removes) {
-        // A condition no longer held: that document moved upstream.
-        s = Status(ErrorCode::kWriteConflict, "an upstream document changed since this side last saw it");
+      bson_append_array_end(&ins, &ins_arr);
+      bson_append_array_end(&upd, &upd_arr);
+      bson_append_array_end(&del, &del_arr);
+      struct Cmd {
+        bson_t* cmd;
+        int64_t n;
+        const char* what;
+      } cmds[] = {{&ins, inserts, "insert"}, {&upd, matches, "update"}, {&del, removes, "delete"}};
+      for (Cmd& c : cmds) {
+        if (s.ok() && c.n > 0) {
+          BSON_APPEND_BOOL(c.cmd, "ordered", true);
+          if (hub) {
+            bson_t wc;
+            BSON_APPEND_DOCUMENT_BEGIN(c.cmd, "writeContext", &wc);
+            BSON_APPEND_UTF8(&wc, "agentId", (std::string(kSyncAgent) + ":" + origin).c_str());
+            if (!g->first.empty()) BSON_APPEND_UTF8(&wc, "source", g->first.c_str());
+            bson_append_document_end(c.cmd, &wc);
+          }
+          s = RunUpstreamWrite(coll.c, c.cmd, &sopts, c.n, std::string(c.what) + " into the upstream's " + ns.full);
+        }
+        bson_destroy(c.cmd);
       }
-      bson_destroy(&reply);
     }
-    mongoc_bulk_operation_destroy(bulk);
     if (s.ok()) {
       mongoc_collection_t* ckc = mongoc_client_get_collection(client, kUpstreamDb, kUpstreamCheckpoints);
       Document f = StrIdFilter(origin + "|" + ns.full);

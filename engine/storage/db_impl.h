@@ -100,8 +100,11 @@ class DBImpl {
   StatusOr<FindResult> Find(const FindRequest& req);
   // The document whose _id is `id`, whole (a find of {_id: v} alone, with
   // no projection, sort or skip: one point read).  With `scope`: the
-  // transaction's snapshot and its own writes.
-  StatusOr<std::optional<Document>> FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope);
+  // transaction's snapshot and its own writes.  With `writer`: the
+  // document's last writer ({agentId, taskId, source, at}; empty when not
+  // recorded).
+  StatusOr<std::optional<Document>> FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope,
+                                             Document* writer = nullptr);
   StatusOr<FindAndModifyResult> FindAndModify(const FindAndModifyRequest& req);
   StatusOr<int64_t> Count(const CountRequest& req);
   // Distinct values, sorted in BSON order.

@@ -79,14 +79,18 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
   return failed;
 }
 
-StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope) {
+StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope,
+                                                   Document* writer) {
   RETURN_IF_ERROR(ValidateNamespace(ns));
   std::shared_ptr<Collection> coll = FindCollection(ns);
   if (!coll) return std::optional<Document>();
   std::optional<Document> out;
   RETURN_IF_ERROR(ForEachPointRead(db_, docs_cf_, keys::EncodeDocKey(coll->info.id, id),
                                    scope != nullptr ? &scope->txn : nullptr,
-                                   [&](std::string_view, const RecordView& rec) { out = Document::Copy(&rec.doc); }));
+                                   [&](std::string_view, const RecordView& rec) {
+                                     out = Document::Copy(&rec.doc);
+                                     if (writer != nullptr && rec.has_writer) *writer = Document::Copy(&rec.writer);
+                                   }));
   return out;
 }
 

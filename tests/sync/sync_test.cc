@@ -192,6 +192,120 @@ TEST_F(SyncTest, FieldMergeMergesDisjointFieldsAndAddsIncrements) {
   }
 }
 
+// A write as `source` (writeContext.source) on an edge.
+void SetAs(Database* db, int id, const std::string& status, const std::string& source) {
+  UpdateOptions uo;
+  uo.write.context.agent_id = source + "-1";
+  uo.write.context.source = source;
+  ASSERT_OK(db->GetCollection("shop", "orders")
+                .UpdateOne(Json(R"({"_id": )" + std::to_string(id) + "}").view(),
+                           Json(R"({"$set": {"status": ")" + status + R"("}})").view(), uo));
+}
+
+std::string StatusOf(Database* db, int id) {
+  auto d = db->GetCollection("shop", "orders").FindOne(Json(R"({"_id": )" + std::to_string(id) + "}").view());
+  if (!d.ok()) return "error";
+  if (!d->has_value()) return "absent";
+  return test::StrAt((*d)->bson(), "status");
+}
+
+// sourcePriority: the side whose last writer's source ranks higher wins
+// the whole document (a delete too); an equal rank is a conflict.  The
+// hub learns each pushed write's source from its writeContext, so the
+// other edge ranks it.
+TEST_F(SyncTest, SourcePriorityDecidesBySourceAcrossEdges) {
+  const std::string policy = R"({"mode": "sourcePriority", "sourcePriority": ["human", "planner", "agent"]})";
+  Database* a = Edge("a", policy);
+  Database* b = Edge("b", policy);
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_OK(a->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": )" + std::to_string(i) + R"(, "status": "new"})").view()));
+  }
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  ASSERT_EQ(StatusOf(b, 4), "new");
+  SetAs(a, 1, "cancelled", "human");  // outranks b's agent
+  SetAs(b, 1, "done", "agent");
+  SetAs(a, 2, "a-agent", "agent");    // outranked by b's planner
+  SetAs(b, 2, "b-planner", "planner");
+  SetAs(a, 3, "a-planner", "planner");  // the same rank: a conflict
+  SetAs(b, 3, "b-planner", "planner");
+  WriteOptions human;
+  human.context.agent_id = "h1";
+  human.context.source = "human";
+  ASSERT_OK(a->GetCollection("shop", "orders").DeleteOne(Json(R"({"_id": 4})").view(), human));
+  SetAs(b, 4, "b-agent", "agent");  // outranked by a's delete
+  SyncOnce(a, "a");
+  SyncReport rb = SyncOnce(b, "b");
+  EXPECT_EQ(rb.merged, 3) << rb.ToJson();
+  EXPECT_EQ(rb.conflicts, 1) << rb.ToJson();
+  SyncOnce(a, "a");
+  for (Database* db : {a, b, hub_.get()}) {
+    EXPECT_EQ(StatusOf(db, 1), "cancelled");
+    EXPECT_EQ(StatusOf(db, 2), "b-planner");
+    EXPECT_EQ(StatusOf(db, 4), "absent");
+  }
+  EXPECT_EQ(StatusOf(hub_.get(), 3), "a-planner");
+  EXPECT_EQ(StatusOf(b, 3), "b-planner") << "b keeps its value until resolved";
+  auto listed = b->GetCollection("__gatedb_sync", "conflicts").Find(Json("{}").view());
+  ASSERT_OK(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(test::IntAt((*listed)[0].bson(), "_id.id"), 3);
+  EXPECT_EQ(test::StrAt((*listed)[0].bson(), "policy"), "sourcePriority");
+  // The pulled write keeps its writer's source: a's gate ranks b's planner
+  // write of doc 2, not "upstream".
+  UpdateOptions stale;
+  stale.write.basis_version = 0;
+  stale.write.context.source = "agent";
+  auto r = a->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 2})").view(),
+                                                        Json(R"({"$set": {"status": "late"}})").view(), stale);
+  EXPECT_EQ(r.status().code(), ErrorCode::kVersionConflict) << r.status().ToString();
+  EXPECT_EQ(StatusOf(a, 2), "b-planner");
+}
+
+// appendOnly: the two sides' documents unite; the same _id inserted with
+// different contents on both is a conflict, with the same contents it is
+// one document.
+TEST_F(SyncTest, AppendOnlyUnitesBothSidesDocuments) {
+  const std::string policy = R"({"mode": "appendOnly"})";
+  Database* a = Edge("a", policy);
+  Database* b = Edge("b", policy);
+  auto put = [](Database* db, const std::string& json) {
+    ASSERT_OK(db->GetCollection("shop", "orders").InsertOne(Json(json).view()));
+  };
+  put(a, R"({"_id": 1, "status": "a1"})");
+  SyncOnce(a, "a");
+  SyncOnce(b, "b");
+  put(a, R"({"_id": 2, "status": "a2"})");
+  put(b, R"({"_id": 3, "status": "b3"})");
+  put(a, R"({"_id": 4, "status": "same"})");
+  put(b, R"({"_id": 4, "status": "same"})");
+  put(a, R"({"_id": 5, "status": "a5"})");
+  put(b, R"({"_id": 5, "status": "b5"})");
+  SyncOnce(a, "a");
+  SyncReport rb = SyncOnce(b, "b");
+  EXPECT_EQ(rb.conflicts, 1) << rb.ToJson();
+  SyncOnce(a, "a");
+  for (Database* db : {a, b, hub_.get()}) {
+    EXPECT_EQ(StatusOf(db, 1), "a1");
+    EXPECT_EQ(StatusOf(db, 2), "a2");
+    EXPECT_EQ(StatusOf(db, 3), "b3");
+    EXPECT_EQ(StatusOf(db, 4), "same");
+  }
+  EXPECT_EQ(StatusOf(hub_.get(), 5), "a5");
+  EXPECT_EQ(StatusOf(b, 5), "b5");
+  auto listed = b->GetCollection("__gatedb_sync", "conflicts").Find(Json("{}").view());
+  ASSERT_OK(listed);
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(test::IntAt((*listed)[0].bson(), "_id.id"), 5);
+  // An upstream change of a document is not written into an appendOnly
+  // collection (its gate refuses updates): it is listed too.
+  ASSERT_OK(hub_->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
+                                                           Json(R"({"$set": {"status": "edited"}})").view()));
+  SyncReport ra = SyncOnce(a, "a");
+  EXPECT_EQ(ra.conflicts, 1) << ra.ToJson();
+  EXPECT_EQ(StatusOf(a, 1), "a1");
+}
+
 // The upstream moves between this side's pull and its push: the batch's
 // conditional write on that document fails, the upstream refuses the whole
 // batch, and the push sends the rest again without it; the next round's

@@ -38,7 +38,10 @@ void PrintServeHelp(const char* default_dir) {
       "  --workers N            threads running commands (default 8)\n"
       "  --readTimeoutMs N      a message must arrive whole within N ms of its first byte (default 30000)\n"
       "  --idleTimeoutMs N      close connections idle for N ms (default 0: never)\n"
-      "  --quiet                no log line per connection opened or closed\n\n"
+      "  --quiet                no log line per connection opened or closed\n"
+      "  --setParameter transactionLifetimeLimitSeconds=N\n"
+      "                         abort a session's transaction still open after N s, releasing its\n"
+      "                         locks (default 60, as MongoDB)\n\n"
       "Example:\n"
       "  gatedb serve --db ./gatedb-data --port 27017 &\n"
       "  mongosh 'mongodb://127.0.0.1:27017/test' --eval 'db.orders.insertOne({_id: 1})'\n",
@@ -76,7 +79,8 @@ void RaiseDescriptorLimit() {
 
 }  // namespace
 
-int RunServe(int argc, char** argv, const char* default_dir, const Options& db_options) {
+int RunServe(int argc, char** argv, const char* default_dir, const Options& default_db_options) {
+  Options db_options = default_db_options;
   server::ServerOptions opts;
   std::string dir = default_dir;
   for (int i = 0; i < argc; ++i) opts.argv.push_back(argv[i]);
@@ -127,6 +131,21 @@ int RunServe(int argc, char** argv, const char* default_dir, const Options& db_o
       opts.idle_timeout_ms = need_int("--idleTimeoutMs", 0, 365LL * 24 * 3600 * 1000);
     } else if (a == "--quiet") {
       opts.quiet = true;
+    } else if (a == "--setParameter") {
+      std::string p = need("--setParameter");
+      const std::string kLifetime = "transactionLifetimeLimitSeconds=";
+      long long v = 0;
+      if (p.compare(0, kLifetime.size(), kLifetime) != 0) {
+        std::fprintf(stderr, "gatedb serve: unknown parameter '%s' (only transactionLifetimeLimitSeconds=N)\n",
+                     p.c_str());
+        return 1;
+      }
+      if (!ParseInt(p.c_str() + kLifetime.size(), &v) || v < 1 || v > 24LL * 3600) {
+        std::fprintf(stderr, "gatedb serve: transactionLifetimeLimitSeconds needs an integer from 1 to 86400, got '%s'\n",
+                     p.c_str() + kLifetime.size());
+        return 1;
+      }
+      db_options.transaction_lifetime_ms = v * 1000;
     } else {
       std::fprintf(stderr, "gatedb serve: unknown option '%s' (see gatedb serve --help)\n", a.c_str());
       return 1;

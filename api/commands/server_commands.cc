@@ -156,6 +156,10 @@ Status GetParameterCommand(CommandContext& ctx, bson_t* reply) {
       {"localLogicalSessionTimeoutMinutes",
        [](const Options&, bson_t* out, const char* k) { bson_append_int32(out, k, -1, kSessionTimeoutMinutes); }},
       {"maxBSONDepth", [](const Options&, bson_t* out, const char* k) { bson_append_int32(out, k, -1, 200); }},
+      {"transactionLifetimeLimitSeconds",
+       [](const Options& o, bson_t* out, const char* k) {
+         bson_append_int32(out, k, -1, static_cast<int32_t>(std::max<int64_t>(1, o.transaction_lifetime_ms / 1000)));
+       }},
   };
   bool found = false;
   for (const Param& p : kParams) {

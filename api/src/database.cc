@@ -10,6 +10,9 @@
 namespace gatedb {
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, const Options& options) {
+  if (options.transaction_lifetime_ms <= 0) {
+    return Status(ErrorCode::kBadValue, "transaction_lifetime_ms must be positive");
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<DBImpl> impl, DBImpl::Open(path, options));
   std::unique_ptr<Database> db(new Database());
   db->rep_->db = std::move(impl);

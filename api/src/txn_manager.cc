@@ -234,7 +234,9 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::s
     }
   }
   if (old) Abort(old.get()).PermitUnchecked();  // a newer transaction replaces it
-  result = Begin(TransactionOptions());
+  TransactionOptions topts;
+  topts.lifetime_ms = db_->options().transaction_lifetime_ms;
+  result = Begin(topts);
   MutexLock lock(&mu_);
   sessions_[lsid].txn = result;
   return result;

@@ -1100,6 +1100,7 @@ struct Sync::Impl {
       // document moved there) are its versions read, the moved documents
       // left to the next pull, and the rest sent again.
       bool sent = false;
+      Status refused;
       for (int attempt = 0; attempt < 2 && !ready.empty() && !sent; ++attempt) {
         if (attempt > 0) {
           ASSIGN_OR_RETURN(auto versions, UpstreamVersions(ns, ready));
@@ -1115,6 +1116,10 @@ struct Sync::Impl {
             }
             still.push_back(std::move(op));
           }
+          // Nothing moved: the refusal was not about versions (a lock
+          // an abandoned upstream transaction holds, say).  The run fails
+          // with it; the documents stay pending for the next.
+          if (still.size() == ready.size()) return refused;
           ready = std::move(still);
           if (ready.empty()) break;
         }
@@ -1138,6 +1143,7 @@ struct Sync::Impl {
         // there meanwhile): the transaction aborted.
         const bool definite = s.code() == ErrorCode::kWriteConflict || s.code() == ErrorCode::kDuplicateKey;
         if (!definite) return s;  // a lost commit reply: decided by the next run
+        refused = s;
         RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
       }
       if (!sent) {

@@ -292,6 +292,35 @@ TEST_F(TransactionTest, LifetimeLimitAbortsAndFreesLocks) {
   EXPECT_THAT((*t)->Commit(), StatusIs(ErrorCode::kNoSuchTransaction));
 }
 
+// A session's transaction (started by a command, as a driver or a late,
+// reordered request starts one) that nobody finishes is aborted after
+// Options::transaction_lifetime_ms, and its locks go with it.
+TEST(SessionTransactionLifetime, AnAbandonedSessionTransactionIsAbortedAndItsLocksFreed) {
+  test::TempDir dir;
+  Options o;
+  o.transaction_lifetime_ms = 300;
+  auto db = Database::Open(dir.path(), o);
+  ASSERT_OK(db);
+  Document p = (*db)->RunCommand(Json(R"({"getParameter": 1, "transactionLifetimeLimitSeconds": 1, "$db": "admin"})").view());
+  EXPECT_EQ(test::IntAt(p.bson(), "transactionLifetimeLimitSeconds"), 1) << p.ToJson();
+  Collection c = (*db)->GetCollection("t");
+  ASSERT_OK(c.InsertOne(Json(R"({"_id": "x", "v": 0})").view()));
+  Document r = (*db)->RunCommand(Json(R"({"update": "t", "updates": [{"q": {"_id": "x"}, "u": {"$inc": {"v": 1}}}],
+      "lsid": {"id": 7}, "txnNumber": 1, "startTransaction": true, "autocommit": false, "$db": "test"})").view());
+  ASSERT_EQ(test::IntAt(r.bson(), "nModified"), 1) << r.ToJson();
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));  // the reaper runs every 200 ms
+  ASSERT_OK(c.UpdateOne(IdDoc("x").view(), IncDoc("v", 5).view()));
+  auto d = c.FindOne(IdDoc("x").view());
+  ASSERT_OK(d);
+  EXPECT_EQ(Int((**d).bson(), "v"), 5) << "the abandoned increment never committed";
+  Document commit = (*db)->RunCommand(
+      Json(R"({"commitTransaction": 1, "lsid": {"id": 7}, "txnNumber": 1, "autocommit": false, "$db": "admin"})").view());
+  EXPECT_EQ(test::IntAt(commit.bson(), "ok"), 0) << commit.ToJson();
+  Options bad;
+  bad.transaction_lifetime_ms = 0;
+  EXPECT_THAT(Database::Open(dir.path() + "/other", bad).status(), StatusIs(ErrorCode::kBadValue));
+}
+
 TEST_F(TransactionTest, SizeLimitIsAClearError) {
   Collection c = db_->GetCollection("big");
   TransactionOptions opts;

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Upstream sync under faults, with the real processes: a hub (`gatedb serve`),
 an edge data directory synced by `gatedb sync --once` through a TCP proxy
-that loses replies after the hub committed, resets connections and delays
-replies; sync processes and the hub killed with SIGKILL at random points.
+that loses replies after the hub committed, resets connections, delays
+replies and reorders requests (one held back and delivered to the hub after
+the sync's retry, on a connection of its own); sync processes and the hub
+killed with SIGKILL at random points.
 
 After every round (a faulty sync, then clean ones until nothing moves) the
 test checks that no increment was applied twice or lost (the hub's and the
@@ -47,6 +49,9 @@ class FaultProxy:
         self.drop_commit_replies = 0   # replies to commitTransaction to lose (after the hub committed)
         self.reset_after = 0           # reset a connection after this many requests (0: never)
         self.delay_ms = 0              # before each reply
+        self.reorder_at = 0            # hold this request back (0: never) ...
+        self.reorder_ms = 0            # ... and deliver it this much later, after the retry
+        self.late_delivered = 0
         self.requests = 0
         self.dropped = 0
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -57,12 +62,33 @@ class FaultProxy:
         self.closing = False
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def arm(self, drop_commit_replies=0, reset_after=0, delay_ms=0):
+    def arm(self, drop_commit_replies=0, reset_after=0, delay_ms=0, reorder_at=0, reorder_ms=0):
         with self.lock:
             self.drop_commit_replies = drop_commit_replies
             self.reset_after = reset_after
             self.delay_ms = delay_ms
+            self.reorder_at = reorder_at
+            self.reorder_ms = reorder_ms
             self.requests = 0
+
+    def _deliver_late(self, req, delay_ms):
+        """The held request reaches the hub after whatever the sync sent
+        since (its retry included); the reply goes nowhere."""
+        time.sleep(delay_ms / 1000.0)
+        try:
+            server = socket.create_connection(("127.0.0.1", self.target_port), timeout=30)
+            try:
+                server.sendall(req)
+                reply = self._read_message(server)
+                if reply is not None:
+                    with self.lock:
+                        self.late_delivered += 1
+                    if os.environ.get("GATEDB_TEST_VERBOSE"):
+                        print("  late request %r -> reply %r" % (req[21:120], reply[21:200]))
+            finally:
+                server.close()
+        except OSError:
+            pass
 
     def _accept(self):
         while not self.closing:
@@ -108,6 +134,15 @@ class FaultProxy:
                 req = self._read_message(client)
                 if req is None:
                     break
+                with self.lock:
+                    hold = self.reorder_at > 0 and self.requests + 1 >= self.reorder_at
+                    if hold:
+                        self.reorder_at = 0
+                        self.requests += 1
+                        delay = self.reorder_ms
+                if hold:
+                    threading.Thread(target=self._deliver_late, args=(req, delay), daemon=True).start()
+                    break  # the sync sees its connection reset, and retries
                 server.sendall(req)
                 reply = self._read_message(server)
                 if reply is None:
@@ -148,7 +183,11 @@ class Harness:
         self.expected = {i: 0 for i in range(6)}
 
     def start_hub(self):
-        self.hub = gatedb_server.GatedbServer(data_dir=self.hub_dir).start()
+        # A request delivered late can open a transaction on the hub that
+        # nobody finishes (as on MongoDB); it holds its locks until the
+        # transaction lifetime ends, shortened here from MongoDB's 60 s to 5.
+        self.hub = gatedb_server.GatedbServer(extra_args=["--setParameter", "transactionLifetimeLimitSeconds=5"],
+                                              data_dir=self.hub_dir).start()
         if self.proxy is None:
             self.proxy = FaultProxy(self.hub.port)
         else:
@@ -189,12 +228,28 @@ class Harness:
         p.wait()
 
     def settle(self):
+        """Clean syncs until one moves nothing.  A run may fail while an
+        abandoned hub transaction (a late request's) still holds locks: the
+        sync must say so (exit non-zero), not report success, and the next
+        run after the transaction's lifetime goes through."""
         self.proxy.arm()
-        for _ in range(6):
-            r = self.sync(True)
+        failures = 0
+        for _ in range(12):
+            r = self.sync(False)
             if os.environ.get("GATEDB_TEST_VERBOSE"):
                 print("  settle:", r)
+            if r is None:
+                failures += 1
+                if failures > 8:
+                    self.sync(True)  # raises, with the sync's error
+                time.sleep(1.0)
+                continue
             if r["pushed"] == 0 and r["pulled"] == 0 and r["merged"] == 0:
+                # A run that succeeds has pushed everything: nothing is left pending.
+                st = json.loads(self.run_edge({"syncStatus": 1}))
+                pending = [n["push"]["pendingDocuments"] for n in st["namespaces"]]
+                if any(pending):
+                    raise AssertionError("sync reported success with documents still pending: %s" % st)
                 return
         raise AssertionError("sync did not settle")
 
@@ -265,7 +320,7 @@ def main():
         h.run_edge({"insert": NS_COLL, "documents": [{"_id": i, "n": 0} for i in range(6)], "$db": NS_DB})
         h.settle()
         h.check(0)
-        faults = ["lost_commit_reply", "reset", "delay", "kill_sync", "kill_hub"]
+        faults = ["lost_commit_reply", "reset", "delay", "reorder", "kill_sync", "kill_hub"]
         if os.environ.get("GATEDB_SYNC_FAULTS"):
             faults = os.environ["GATEDB_SYNC_FAULTS"].split(",")
         for r in range(1, a.rounds + 1):
@@ -282,6 +337,9 @@ def main():
             elif fault == "delay":
                 h.proxy.arm(delay_ms=h.rng.randrange(5, 40))
                 h.sync(False)
+            elif fault == "reorder":
+                h.proxy.arm(reorder_at=h.rng.randrange(2, 14), reorder_ms=h.rng.randrange(100, 600))
+                h.sync(False)
             elif fault == "kill_sync":
                 h.proxy.arm()
                 h.sync_killed()
@@ -293,8 +351,10 @@ def main():
                 p.wait(timeout=120)
                 h.start_hub()
             h.settle()
+            if fault == "reorder":
+                time.sleep(0.7)  # the held request reached the hub, perhaps amid the settling syncs
             h.check(r)
-        print("dropped %d commit replies in all" % h.proxy.dropped)
+        print("dropped %d commit replies in all; %d requests delivered late" % (h.proxy.dropped, h.proxy.late_delivered))
         h.hub.stop(signal.SIGTERM)
         h.hub = None
         return 0

@@ -63,6 +63,13 @@ struct Options {
   // source: "ttl"}.  0 turns the monitor off.  Default: 60 s (MongoDB's)
   int64_t ttl_interval_ms = 60 * 1000;
 
+  // A transaction started by a command (a session's startTransaction: the
+  // wire server, `gatedb run`) that is still open this long is aborted, and
+  // the locks it holds are released.  Database::StartTransaction takes its
+  // own TransactionOptions::lifetime_ms.  Default: 60 s (MongoDB's
+  // transactionLifetimeLimitSeconds)
+  int64_t transaction_lifetime_ms = 60 * 1000;
+
   // A cursor (find, aggregate) left without a getMore this long is closed
   // and its id answers CursorNotFound.  Default: 10 minutes (MongoDB's)
   int64_t cursor_timeout_ms = 10 * 60 * 1000;

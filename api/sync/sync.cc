@@ -546,9 +546,22 @@ struct Sync::Impl {
     for (Change& c : *changes) {
       if (!c.lookup || c.skip) continue;
       auto it = docs.find(c.id.ToJson());
+      std::optional<Document> now;
+      if (it != docs.end()) now = it->second;
+      if (c.up_version) {
+        // The document moved on after this event (or was deleted): the
+        // later event, in this batch or the next pull, brings that state
+        // with its own writer; applying the later state with this event's
+        // writer would misrank it under sourcePriority.
+        std::optional<int64_t> v = now ? IntField(now->bson(), ns.version_field.c_str()) : std::nullopt;
+        if (!v || *v != *c.up_version) {
+          c.skip = true;
+          continue;
+        }
+      }
       std::string source = std::move(c.source);
-      c = MakeChange(ns, c.id, it == docs.end() ? std::nullopt : std::optional<Document>(it->second));
-      c.source = std::move(source);  // absent now: deleted since, as updateLookup says
+      c = MakeChange(ns, c.id, now);  // absent: deleted since, as updateLookup says
+      c.source = std::move(source);
     }
     return Status::OK();
   }

@@ -247,7 +247,16 @@ Status CheckHeader(const MessageHeader& h, size_t max_size) {
     return Protocol("message length " + std::to_string(h.length) + " exceeds the maximum of " +
                     std::to_string(max_size) + " bytes");
   }
+  if (h.op_code != kOpMsg && h.op_code != kOpQuery && h.op_code != kOpCompressed) {
+    return Protocol("unsupported opcode " + std::to_string(h.op_code));
+  }
   return Status::OK();
+}
+
+bool LooksLikeTlsHandshake(const uint8_t* header) {
+  // ContentType handshake (22), ProtocolVersion major 3, minor 0..4, then a
+  // big-endian record length and HandshakeType client_hello (1).
+  return header[0] == 0x16 && header[1] == 0x03 && header[2] <= 0x04 && header[5] == 0x01;
 }
 
 StatusOr<Request> ParseRequest(const uint8_t* msg, size_t len) {

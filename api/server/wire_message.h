@@ -63,9 +63,15 @@ struct MessageHeader {
 MessageHeader DecodeHeader(const uint8_t* p);
 
 // Checks a header before its body is read: the length covers at least the
-// header and at most `max_size` bytes.
-// Errors: ProtocolError (17) naming the length and the limit.
+// header and at most `max_size` bytes, and the opcode is one a client sends
+// (OP_MSG, OP_QUERY, OP_COMPRESSED), so that garbage is refused before a
+// body it declares is waited for.
+// Errors: ProtocolError (17) naming the length and the limit, or the opcode.
 Status CheckHeader(const MessageHeader& h, size_t max_size = kMaxMessageSize);
+
+// The first bytes of a TLS handshake (a record of type handshake, version
+// 3.x): a client that connected with TLS to a server that has none.
+bool LooksLikeTlsHandshake(const uint8_t* header);
 
 // A request, parsed and checked.
 struct Request {

@@ -349,7 +349,9 @@ class StreamConnection final : public Connection {
     MessageHeader h = DecodeHeader(header_);
     Status s = CheckHeader(h, server_->opts.max_message_bytes);
     if (!s.ok()) {
-      Close(s.reason());
+      Close(LooksLikeTlsHandshake(header_) ? "a TLS handshake, but this server does not speak TLS "
+                                             "(connect without tls=true)"
+                                           : s.reason());
       return;
     }
     msg_.resize(static_cast<size_t>(h.length));

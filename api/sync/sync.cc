@@ -7,6 +7,7 @@
 #include <mongoc/mongoc.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -34,9 +35,19 @@ constexpr const char* kSyncAgent = sync_state::kAgent;
 constexpr int kMaxRounds = 4;
 constexpr int kLocalRetries = 8;
 
+// libmongoc's own log lines: warnings and worse to stderr, named; its
+// debug chatter (an authentication failure it also returns) is dropped.
+void MongocLog(mongoc_log_level_t level, const char* domain, const char* message, void*) {
+  if (level > MONGOC_LOG_LEVEL_WARNING) return;
+  std::fprintf(stderr, "gatedb sync (libmongoc %s): %s\n", domain, message);
+}
+
 void InitMongoc() {
   static std::once_flag once;
-  std::call_once(once, [] { mongoc_init(); });  // never cleaned up: other Syncs may come
+  std::call_once(once, [] {
+    mongoc_init();  // never cleaned up: other Syncs may come
+    mongoc_log_set_handler(MongocLog, nullptr);
+  });
 }
 
 Status FromMongoc(const bson_error_t& e, const std::string& what) {
@@ -274,6 +285,7 @@ struct Sync::Impl {
   std::string origin;
   mongoc_client_t* client = nullptr;
   bool hub = false;  // the upstream is gatedb: it keeps the version field itself
+  bool tls = false;  // the URI asks for TLS
   std::vector<Ns> nss;
   SyncReport report;
 
@@ -292,6 +304,7 @@ struct Sync::Impl {
     bson_error_t err;
     mongoc_uri_t* uri = mongoc_uri_new_with_error(opts.upstream_uri.c_str(), &err);
     if (uri == nullptr) return Status(ErrorCode::kFailedToParse, "bad upstream URI: " + std::string(err.message));
+    tls = mongoc_uri_get_tls(uri);
     client = mongoc_client_new_from_uri_with_error(uri, &err);
     mongoc_uri_destroy(uri);
     if (client == nullptr) return FromMongoc(err, "cannot use the upstream URI");
@@ -303,7 +316,14 @@ struct Sync::Impl {
     bson_destroy(&cmd);
     if (!ok) {
       bson_destroy(&reply);
-      return FromMongoc(err, "the upstream did not answer");
+      Status s = FromMongoc(err, "the upstream did not answer");
+      if (tls && s.code() == ErrorCode::kHostUnreachable) {
+        // The handshake is where TLS fails: a server without TLS, a
+        // certificate not trusted (tlsCAFile), or a name that does not match.
+        return Status(s.code(), s.reason() + " (with TLS: the upstream may not speak TLS, or its certificate was "
+                                              "refused; see tlsCAFile and tlsCertificateKeyFile in the URI)");
+      }
+      return s;
     }
     bson_iter_t it;
     hub = bson_iter_init_find(&it, &reply, "gatedbVersion");

@@ -188,6 +188,7 @@ TEST(WireMessageTest, LengthMustMatchAndOpcodeMustBeKnown) {
 
 TEST(WireMessageTest, HeaderLimits) {
   server::MessageHeader h;
+  h.op_code = server::kOpMsg;
   h.length = 15;
   EXPECT_THAT(server::CheckHeader(h), StatusIs(ErrorCode::kProtocolError));
   h.length = -5;
@@ -198,6 +199,17 @@ TEST(WireMessageTest, HeaderLimits) {
   EXPECT_OK(server::CheckHeader(h));
   h.length = 16;
   EXPECT_OK(server::CheckHeader(h));
+  h.op_code = 9999;  // refused before a body is read
+  EXPECT_THAT(server::CheckHeader(h), StatusIs(ErrorCode::kProtocolError));
+  h.op_code = server::kOpReply;
+  EXPECT_THAT(server::CheckHeader(h), StatusIs(ErrorCode::kProtocolError));
+}
+
+TEST(WireMessageTest, ATlsClientHelloIsRecognised) {
+  const uint8_t hello[16] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc, 0x03, 0x03, 0x5a, 0x11, 0x22, 0x33, 0x44};
+  EXPECT_TRUE(server::LooksLikeTlsHandshake(hello));
+  std::string ping = test::OpMsg(1, test::Json(R"({"ping": 1})").bson());
+  EXPECT_FALSE(server::LooksLikeTlsHandshake(reinterpret_cast<const uint8_t*>(ping.data())));
 }
 
 TEST(WireMessageTest, OpQueryHandshake) {

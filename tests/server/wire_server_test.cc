@@ -266,6 +266,13 @@ TEST_F(WireServerTest, MalformedFramesCloseOnlyTheirConnection) {
     cases.push_back({"an OP_REPLY from the client", server::BuildOpReply(1, 0, doc.bson()), "unsupported opcode 1"});
   }
   {
+    // A client that connected with TLS: its ClientHello declares a 33 MB
+    // "message"; it is closed at once, not waited for.
+    std::string m("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
+    m.append(300, 'r');
+    cases.push_back({"a TLS ClientHello", m, "does not speak TLS"});
+  }
+  {
     std::string m = good;
     m.push_back('\1');
     server::AppendInt32(&m, 1000);

@@ -533,6 +533,15 @@ TEST_F(SyncTest, AnUnreachableUpstreamIsAClearErrorAndLosesNothing) {
   EXPECT_THAT(s, test::StatusIs(ErrorCode::kHostUnreachable));
   o.upstream_uri = "not a uri";
   EXPECT_THAT(Sync::Open(a, o), test::StatusIs(ErrorCode::kFailedToParse));
+  // TLS asked of an upstream without it: refused, and said so.
+  const std::string port = std::to_string(server_->port());
+  o.upstream_uri = "mongodb://127.0.0.1:" + port + "/?directConnection=true&tls=true&serverSelectionTimeoutMS=3000";
+  auto tls = Sync::Open(a, o);
+  EXPECT_THAT(tls, test::StatusIs(ErrorCode::kHostUnreachable));
+  EXPECT_NE(tls.status().reason().find("TLS"), std::string::npos) << tls.status().ToString();
+  // Credentials the upstream does not accept (this hub has no users yet).
+  o.upstream_uri = "mongodb://agent:secret@127.0.0.1:" + port + "/?directConnection=true&serverSelectionTimeoutMS=3000";
+  EXPECT_THAT(Sync::Open(a, o), test::StatusIs(ErrorCode::kAuthenticationFailed));
   o.upstream_uri = uri_;
   o.namespaces = {"nodot"};
   EXPECT_THAT(Sync::Open(a, o), test::StatusIs(ErrorCode::kInvalidOptions));

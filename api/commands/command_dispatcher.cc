@@ -77,7 +77,13 @@ const CommandEntry kCommands[] = {
 Document ErrorReply(const Status& s) {
   bson_t* reply = bson_new();
   commands::AppendError(s, reply);
-  return Document::Adopt(reply);
+  Document out = Document::Adopt(reply);
+  // MongoDB's NonResumableChangeStreamError category: a driver must not
+  // resume a change stream after these.
+  if (s.code() == ErrorCode::kChangeStreamFatalError || s.code() == ErrorCode::kChangeStreamHistoryLost) {
+    return commands::WithErrorLabel(out, "NonResumableChangeStreamError");
+  }
+  return out;
 }
 
 // Inside a transaction: MongoDB's label on errors after which the whole

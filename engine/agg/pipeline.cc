@@ -1272,6 +1272,24 @@ StatusOr<int64_t> ReadCount(const bson_value_t& v, const char* stage, int type_c
   return n;
 }
 
+}  // namespace
+
+bool IsStageName(std::string_view name) {
+  static const char* const kStages[] = {
+      "$addFields", "$bucket", "$bucketAuto", "$changeStream", "$changeStreamSplitLargeEvent", "$collStats",
+      "$count", "$currentOp", "$densify", "$documents", "$facet", "$fill", "$geoNear", "$graphLookup", "$group",
+      "$indexStats", "$limit", "$listLocalSessions", "$listSampledQueries", "$listSearchIndexes", "$listSessions",
+      "$lookup", "$match", "$merge", "$out", "$planCacheStats", "$project", "$redact", "$replaceRoot",
+      "$replaceWith", "$sample", "$search", "$searchMeta", "$set", "$setWindowFields", "$shardedDataDistribution",
+      "$skip", "$sort", "$sortByCount", "$unionWith", "$unset", "$unwind", "$vectorSearch"};
+  for (const char* s : kStages) {
+    if (name == s) return true;
+  }
+  return false;
+}
+
+namespace {
+
 Status ParseStage(const char* name, const bson_value_t& v, const PipelineOptions& opts,
                   std::vector<std::unique_ptr<Stage>>* out) {
   std::string n(name);
@@ -1442,14 +1460,8 @@ Status ParseStage(const char* name, const bson_value_t& v, const PipelineOptions
     out->push_back(std::move(*st));
     return Status::OK();
   }
-  static const char* const kKnownElsewhere[] = {
-      "$bucketAuto", "$graphLookup", "$geoNear",
-      "$indexStats", "$collStats", "$currentOp", "$listSessions", "$redact", "$setWindowFields", "$densify",
-      "$fill", "$unionWith", "$documents", "$search", "$planCacheStats", "$listLocalSessions"};
   if (n == "$changeStream") return Err(40602, "$changeStream is only valid as the first stage in a pipeline");
-  for (const char* k : kKnownElsewhere) {
-    if (n == k) return Err(40324, "Unrecognized pipeline stage name: '" + n + "' (gatedb does not support it yet)");
-  }
+  if (IsStageName(n)) return Err(40324, "Unrecognized pipeline stage name: '" + n + "' (gatedb does not support it yet)");
   return Err(40324, "Unrecognized pipeline stage name: '" + n + "'");
 }
 

@@ -38,6 +38,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/expression/value.h"
@@ -158,6 +159,10 @@ class Pipeline {
   PipelineOptions options_;
   bool connected_ = false;
 };
+
+// Whether `name` ("$match", ...) is one of MongoDB's aggregation stages,
+// whether or not gatedb runs it (an unknown name is error 40324).
+bool IsStageName(std::string_view name);
 
 }  // namespace agg
 }  // namespace gatedb

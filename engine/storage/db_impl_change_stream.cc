@@ -395,6 +395,9 @@ class DBImpl::ChangeStreamSource : public CursorSource {
           }
           if (!AllowedAfterChangeStream(name)) {
             bson_destroy(rest);
+            if (!agg::IsStageName(name)) {
+              return Status(static_cast<ErrorCode>(40324), "Unrecognized pipeline stage name: '" + std::string(name) + "'");
+            }
             return Status(ErrorCode::kIllegalOperation,
                           std::string(name) + " is not permitted in a $changeStream pipeline");
           }

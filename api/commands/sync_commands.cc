@@ -179,19 +179,12 @@ Status SyncResolveCommand(CommandContext& ctx, bson_t* reply) {
     }
   }
   // The base: no longer in conflict; "local" leaves it pending for the push.
-  UpdateRequest up;
-  up.ns = Namespace{sync_state::kDb, sync_state::kBase};
-  bson_t* u = bson_new();
-  bson_t set;
-  BSON_APPEND_DOCUMENT_BEGIN(u, "$set", &set);
-  BSON_APPEND_BOOL(&set, "conflict", false);
-  BSON_APPEND_BOOL(&set, "pending", keep == "local");
-  bson_append_document_end(u, &set);
-  up.updates.push_back(UpdateStatement{Document::Copy(key.bson()), Document::Adopt(u), false, false, std::nullopt,
-                                       std::nullopt});
-  up.write = w;
-  ASSIGN_OR_RETURN(UpdateWriteResult ur, ctx.db->Update(up));
-  if (!ur.write_errors.empty()) return ur.write_errors[0].status;
+  ASSIGN_OR_RETURN(sync_state::Base base, sync_state::LoadBase(ctx.db, scope.get(), ns.full(), *id));
+  const bool was_pending = base.pending;
+  base.exists = true;
+  base.conflict = false;
+  base.pending = keep == "local";
+  RETURN_IF_ERROR(sync_state::SaveBase(ctx.db, scope.get(), ns.full(), *id, base, was_pending));
   DeleteRequest dc;
   dc.ns = Namespace{sync_state::kDb, sync_state::kConflicts};
   dc.deletes.push_back(DeleteStatement{Document::Copy(key.bson()), 1, std::nullopt, std::nullopt});

@@ -7,10 +7,14 @@
 // Database "__gatedb_sync":
 //   checkpoints  {_id: "<db.coll>", pushSeq, token, initialized, batch};
 //                {_id: "$origin", name}
-//   base         {_id: {ns, id}, doc (the last synced state without the
-//                version field; null: absent), upVersion, pending, conflict}
 //   inflight     {_id: "<db.coll>", batch, docs: [{id, doc, upVersion}]}
 //   conflicts    {_id: {ns, id}, local, upstream, base, policy, at}
+// Side records (DBImpl::PutSideRecord), key "<db.coll>\0<encoded _id>":
+//   sync.base     {id, doc (the last synced state without the version
+//                 field; null: absent), upVersion, pending, conflict}: one
+//                 per document synced, written with the document's change
+//   sync.pending  {id}: the bases with pending set (what a merge left for
+//                 the push), so the push reads those and not every base
 // Upstream: "gatedb_sync.checkpoints" {_id: "<origin>|<db.coll>", batch, origin, ns, at}.
 #ifndef GATEDB_API_SRC_SYNC_STATE_H_
 #define GATEDB_API_SRC_SYNC_STATE_H_
@@ -19,19 +23,25 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include <optional>
+
+#include "gatedb/document.h"
 #include "gatedb/status.h"
 #include "gatedb/value.h"
 
 namespace gatedb {
 
 class DBImpl;
+struct WriteScope;
 
 namespace sync_state {
 
 constexpr char kDb[] = "__gatedb_sync";
 constexpr char kCheckpoints[] = "checkpoints";
-constexpr char kBase[] = "base";
+constexpr char kBaseSpace[] = "sync.base";
+constexpr char kPendingSpace[] = "sync.pending";
 constexpr char kInflight[] = "inflight";
 constexpr char kConflicts[] = "conflicts";
 constexpr char kOriginId[] = "$origin";
@@ -39,6 +49,33 @@ constexpr char kUpstreamDb[] = "gatedb_sync";
 constexpr char kUpstreamCheckpoints[] = "checkpoints";
 // The writeContext.agentId of every write sync makes here.
 constexpr char kAgent[] = "gatedb.sync";
+
+// A document's base: what this side and the upstream last agreed on.
+struct Base {
+  bool exists = false;
+  std::optional<Document> doc;  // the last synced state (no version field); absent: deleted
+  int64_t up_version = -1;      // the upstream's version of it (-1: none known)
+  bool pending = false;         // a merge left a local change for the push
+  bool conflict = false;        // an unresolved conflict (in "conflicts")
+};
+
+// With `scope`, in that transaction (the read locks the record).
+StatusOr<Base> LoadBase(DBImpl* db, WriteScope* scope, const std::string& ns, const Value& id);
+// `was_pending`: the record it replaces had pending set (its entry in
+// sync.pending is removed only then).
+Status SaveBase(DBImpl* db, WriteScope* scope, const std::string& ns, const Value& id, const Base& base,
+                bool was_pending);
+// Several bases in one write of their own, outside any transaction (after
+// a push: only this process's sync writes these records meanwhile).
+struct BaseWrite {
+  Value id;
+  Base base;
+  bool was_pending = false;
+};
+Status SaveBases(DBImpl* db, const std::string& ns, const std::vector<BaseWrite>& writes);
+// Every base of `ns`, and every one of them with pending set.
+Status ForEachBase(DBImpl* db, const std::string& ns, const std::function<Status(const Value& id, const Base&)>& fn);
+Status ForEachPendingBase(DBImpl* db, const std::string& ns, const std::function<Status(const Value& id)>& fn);
 
 // What the next push of `ns` ("db.coll") has to look at: each document the
 // journal shows changed after seq `after` by anyone but sync, then each

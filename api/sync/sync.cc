@@ -424,49 +424,32 @@ struct Sync::Impl {
     return State(coll).ReplaceOne(filter.view(), rec.view(), uo).status();
   }
 
-  struct Base {
-    bool exists = false;
-    std::optional<Document> doc;  // the last synced state (no version field)
-    int64_t up_version = -1;
-    bool pending = false;
-    bool conflict = false;
-  };
+  using Base = sync_state::Base;
 
-  StatusOr<Base> LoadBase(const Ns& ns, const Value& id, Transaction* txn) {
-    FindOptions fo;
-    fo.txn = txn;
-    Document key = RecordKey(ns.full, id);
-    ASSIGN_OR_RETURN(std::optional<Document> r, State(sync_state::kBase).FindOne(key.view(), fo));
-    Base b;
-    if (!r) return b;
-    b.exists = true;
-    bson_iter_t it;
-    if (bson_iter_init_find(&it, r->bson(), "doc") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
-      const bson_value_t* v = bson_iter_value(&it);
-      ASSIGN_OR_RETURN(Document d, Document::FromBytes(v->value.v_doc.data, v->value.v_doc.data_len));
-      b.doc = std::move(d);
-    }
-    b.up_version = IntField(r->bson(), "upVersion").value_or(-1);
-    b.pending = bson_iter_init_find(&it, r->bson(), "pending") && bson_iter_as_bool(&it);
-    b.conflict = bson_iter_init_find(&it, r->bson(), "conflict") && bson_iter_as_bool(&it);
-    return b;
+  // Runs fn(scope) in `txn`'s scope (null: no transaction).
+  template <typename Fn>
+  auto InScope(Transaction* txn, Fn&& fn) -> decltype(fn(nullptr)) {
+    if (txn == nullptr) return fn(nullptr);
+    TxnUse use(txn->impl(), db->rep()->db->NowMs());
+    if (!use.status().ok()) return use.status();
+    auto r = fn(use.scope());
+    if (!r.ok()) use.AbortOnError(StatusOf(r));
+    return r;
+  }
+  static const Status& StatusOf(const Status& s) { return s; }
+  template <typename T>
+  static const Status& StatusOf(const StatusOr<T>& s) {
+    return s.status();
   }
 
-  Status SaveBase(const Ns& ns, const Value& id, const Base& b, Transaction* txn) {
-    Document key = RecordKey(ns.full, id);
-    bson_t* d = bson_new();
-    bson_iter_t it;
-    bson_iter_init_find(&it, key.bson(), "_id");
-    bson_append_value(d, "_id", 3, bson_iter_value(&it));
-    if (b.doc) {
-      BSON_APPEND_DOCUMENT(d, "doc", b.doc->bson());
-    } else {
-      BSON_APPEND_NULL(d, "doc");
-    }
-    BSON_APPEND_INT64(d, "upVersion", b.up_version);
-    BSON_APPEND_BOOL(d, "pending", b.pending);
-    BSON_APPEND_BOOL(d, "conflict", b.conflict);
-    return PutState(sync_state::kBase, key, Document::Adopt(d), txn);
+  StatusOr<Base> LoadBase(const Ns& ns, const Value& id, Transaction* txn) {
+    return InScope(txn, [&](WriteScope* scope) { return sync_state::LoadBase(db->rep()->db.get(), scope, ns.full, id); });
+  }
+
+  Status SaveBase(const Ns& ns, const Value& id, const Base& b, bool was_pending, Transaction* txn) {
+    return InScope(txn, [&](WriteScope* scope) {
+      return sync_state::SaveBase(db->rep()->db.get(), scope, ns.full, id, b, was_pending);
+    });
   }
 
   Status SaveConflict(const Ns& ns, const Value& id, const std::optional<Document>& base,
@@ -720,7 +703,7 @@ struct Sync::Impl {
         ++tally->conflicts;
       }
     }
-    return SaveBase(ns, id, nb, txn);
+    return SaveBase(ns, id, nb, b.pending, txn);
   }
 
   // ---- pull -------------------------------------------------------------
@@ -933,7 +916,7 @@ struct Sync::Impl {
           op.new_up_version = IntField(&entry, "upVersion").value_or(-1);
           ops.push_back(std::move(op));
         }
-        RETURN_IF_ERROR(RecordPushed(ns, ops, std::nullopt));
+        RETURN_IF_ERROR(RecordPushed(ns, ops));
       }
       Status s = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
         BSON_APPEND_INT64(set, "batch", batch);
@@ -945,39 +928,25 @@ struct Sync::Impl {
 
   // After an upstream commit: the bases are what was pushed; with
   // `push_seq`, the push checkpoint moves to it.
-  Status RecordPushed(const Ns& ns, const std::vector<PushOp>& ops, std::optional<uint64_t> push_seq) {
-    Status last;
-    for (int attempt = 0; attempt < kLocalRetries; ++attempt) {
-      StatusOr<std::unique_ptr<Transaction>> t = db->StartTransaction();
-      if (!t.ok()) return t.status();
-      Transaction* txn = t->get();
-      Status s;
-      for (const PushOp& op : ops) {
-        // Only a pull (this thread) marks conflicts, and a push skips them.
-        Base cur = op.base;
-        if (!op.base_loaded) {
-          ASSIGN_OR_RETURN(cur, LoadBase(ns, op.id, txn));
-        }
-        Base nb;
-        nb.exists = true;
-        nb.doc = op.doc;
-        nb.up_version = op.new_up_version;
-        nb.conflict = cur.conflict;
-        s = SaveBase(ns, op.id, nb, txn);
-        if (!s.ok()) break;
+  Status RecordPushed(const Ns& ns, const std::vector<PushOp>& ops) {
+    std::vector<sync_state::BaseWrite> writes;
+    writes.reserve(ops.size());
+    for (const PushOp& op : ops) {
+      // Only a pull (this thread) marks conflicts, and a push skips them.
+      Base cur = op.base;
+      if (!op.base_loaded) {
+        ASSIGN_OR_RETURN(cur, LoadBase(ns, op.id, nullptr));
       }
-      if (s.ok() && push_seq) {
-        s = SetCheckpoint(ns, txn, [&](bson_t* set) {
-          BSON_APPEND_INT64(set, "pushSeq", static_cast<int64_t>(*push_seq));
-        });
-      }
-      if (s.ok()) s = txn->Commit();
-      if (s.ok()) return s;
-      txn->Abort().PermitUnchecked();
-      last = s;
-      if (!IsTransientTransactionError(s) && s.code() != ErrorCode::kWriteConflict) return s;
+      sync_state::BaseWrite w;
+      w.id = op.id;
+      w.base.exists = true;
+      w.base.doc = op.doc;
+      w.base.up_version = op.new_up_version;
+      w.base.conflict = cur.conflict;
+      w.was_pending = cur.pending;
+      writes.push_back(std::move(w));
     }
-    return last;
+    return sync_state::SaveBases(db->rep()->db.get(), ns.full, writes);
   }
 
   // The documents this side changed since the push checkpoint (by anyone
@@ -1014,15 +983,10 @@ struct Sync::Impl {
       bson_iter_t it;
       if (bson_iter_init_find(&it, d.bson(), "_id")) add(Value(*bson_iter_value(&it)));
     }
-    bson_t* f = bson_new();
-    BSON_APPEND_UTF8(f, "_id.ns", ns.full.c_str());
-    Document filter = Document::Adopt(f);
-    ASSIGN_OR_RETURN(std::vector<Document> bases, State(sync_state::kBase).Find(filter.view()));
-    for (const Document& b : bases) {
-      bson_iter_t it;
-      if (bson_iter_init(&it, b.bson()) && bson_iter_find_descendant(&it, "_id.id", &it)) add(Value(*bson_iter_value(&it)));
-    }
-    return Status::OK();
+    return sync_state::ForEachBase(db->rep()->db.get(), ns.full, [&](const Value& id, const Base&) {
+      add(id);
+      return Status::OK();
+    });
   }
 
   // The upstream's documents with these _ids now, whole or (versions_only)
@@ -1120,7 +1084,7 @@ struct Sync::Impl {
         }
         ops.push_back(std::move(op));
       }
-      if (!unchanged.empty()) RETURN_IF_ERROR(RecordPushed(ns, unchanged, std::nullopt));
+      if (!unchanged.empty()) RETURN_IF_ERROR(RecordPushed(ns, unchanged));
       std::vector<PushOp> ready;
       for (PushOp& op : ops) {
         const bool base_has = op.base.exists && op.base.doc.has_value();
@@ -1186,7 +1150,7 @@ struct Sync::Impl {
         }
         continue;
       }
-      RETURN_IF_ERROR(RecordPushed(ns, ready, std::nullopt));
+      RETURN_IF_ERROR(RecordPushed(ns, ready));
       RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
       Status cs = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
         BSON_APPEND_INT64(set, "batch", batch_no);

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -194,6 +195,30 @@ class DBImpl {
   // commit is durable.  Errors: IdempotencyKeyReuse, BadValue,
   // WriteConcernFailed.
   Status TransactionCommittedBefore(const WriteContext& context, bool sync, bool* committed);
+
+  // Side records: small keyed BSON records that a feature built on the
+  // store keeps beside the documents they describe (upstream sync's bases).
+  // Written in a scope, they commit with it, in the same RocksDB write as
+  // its documents; without one, each is a write of its own.  A scope's read
+  // locks the key until the scope ends (two scopes that read and write one
+  // record serialize).  Not journaled, not gated, not visible to find: the
+  // idempotency log's kind of state.  `space` names the feature's records
+  // ("sync.base"); keys are the feature's own bytes.
+  Status PutSideRecord(WriteScope* scope, std::string_view space, std::string_view key, const bson_t* value);
+  Status DeleteSideRecord(WriteScope* scope, std::string_view space, std::string_view key);
+  StatusOr<std::optional<Document>> GetSideRecord(WriteScope* scope, std::string_view space, std::string_view key);
+  // Several puts (value set) and deletes (value empty) as one RocksDB write
+  // of their own, outside any scope: no locks taken.
+  struct SideRecordWrite {
+    std::string space;
+    std::string key;
+    std::optional<Document> value;
+  };
+  Status WriteSideRecords(const std::vector<SideRecordWrite>& writes);
+  // Every record of `space` whose key starts with `prefix`, in key order,
+  // as of now; `fn` returning an error stops the scan with it.
+  Status ScanSideRecords(std::string_view space, std::string_view prefix,
+                         const std::function<Status(std::string_view key, const bson_t* value)>& fn);
 
   // A task's stored keyed writes, by writeSeq (the idempotencyStatus command).
   StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> IdempotencyStatus(const std::string& task_id);
@@ -440,6 +465,7 @@ class DBImpl {
   std::unique_ptr<IdempotencyLog> idempotency_;
   rocksdb::ColumnFamilyHandle* leases_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* index_cf_ = nullptr;
+  rocksdb::ColumnFamilyHandle* side_cf_ = nullptr;  // side records (PutSideRecord)
   // Lease records present (live or expired): writes skip the lease check
   // while there are none.
   std::atomic<int64_t> lease_records_{0};

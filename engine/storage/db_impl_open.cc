@@ -239,6 +239,8 @@ Status DBImpl::OpenRocks() {
   // Index entries: unique keys are read whole (the unique check of every
   // insert, mostly a miss, and an equality find on a unique index).
   cfs.push_back({"indexes", point_cf});
+  // Side records (DBImpl::PutSideRecord): read by key, and scanned by prefix.
+  cfs.push_back({"side", point_cf});
   rocksdb::Status s = rocksdb::TransactionDB::Open(opts, txn_opts, path_, cfs, &handles_, &db_);
   if (!s.ok()) {
     db_ = nullptr;
@@ -258,6 +260,7 @@ Status DBImpl::OpenRocks() {
   idempotency_->StartBackgroundCollector(60 * 1000);
   leases_cf_ = handles_[7];
   index_cf_ = handles_[8];
+  side_cf_ = handles_[9];
   std::unique_ptr<rocksdb::Iterator> lit(db_->NewIterator(rocksdb::ReadOptions(), leases_cf_));
   for (lit->SeekToFirst(); lit->Valid(); lit->Next()) ++lease_records_;
   return Status::OK();

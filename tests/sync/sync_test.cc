@@ -10,6 +10,9 @@
 #include <thread>
 
 #include "api/server/wire_server.h"
+#include "api/src/database_rep.h"
+#include "api/src/sync_state.h"
+#include "engine/storage/db_impl.h"
 #include "tests/testutil/test_util.h"
 
 namespace gatedb {
@@ -443,18 +446,22 @@ TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
   SyncOnce(a, "a");
   ASSERT_OK(ca.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 4}})").view()));
   // Keep what this side knew before pushing: the state a killed run leaves.
-  Collection base = a->GetCollection("__gatedb_sync", "base");
+  DBImpl* a_impl = a->rep()->db.get();
+  bson_value_t one;
+  one.value_type = BSON_TYPE_INT32;
+  one.value.v_int32 = 1;
+  const Value id1(one);
   Collection ck = a->GetCollection("__gatedb_sync", "checkpoints");
-  auto saved_base = base.Find(Json("{}").view());
+  auto saved_base = sync_state::LoadBase(a_impl, nullptr, "shop.orders", id1);
   auto saved_ck = ck.Find(Json(R"({"_id": "shop.orders"})").view());
   ASSERT_OK(saved_base);
+  ASSERT_TRUE(saved_base->exists);
   ASSERT_OK(saved_ck);
   SyncOnce(a, "a");
   ASSERT_EQ(Field(hub_.get(), "1", "count"), 4);
   // Roll this side's record back to before that push, with the batch in
   // flight as the killed run would have left it.
-  ASSERT_OK(base.DeleteMany(Json("{}").view()));
-  for (const Document& d : *saved_base) ASSERT_OK(base.InsertOne(d.view()));
+  ASSERT_OK(sync_state::SaveBase(a_impl, nullptr, "shop.orders", id1, *saved_base, false));
   ASSERT_OK(ck.DeleteOne(Json(R"({"_id": "shop.orders"})").view()));
   for (const Document& d : *saved_ck) ASSERT_OK(ck.InsertOne(d.view()));
   bson_t* inflight = bson_new();

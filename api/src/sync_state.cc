@@ -29,9 +29,13 @@ StatusOr<Base> DecodeBase(const bson_t* r) {
   b.exists = true;
   bson_iter_t it;
   if (bson_iter_init_find(&it, r, "doc") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    // A record sync wrote itself (the side record's framing is checked).
     const bson_value_t* v = bson_iter_value(&it);
-    ASSIGN_OR_RETURN(Document d, Document::FromBytes(v->value.v_doc.data, v->value.v_doc.data_len));
-    b.doc = std::move(d);
+    bson_t doc;
+    if (!bson_init_static(&doc, v->value.v_doc.data, v->value.v_doc.data_len)) {
+      return Status(ErrorCode::kDataCorruptionDetected, "a sync base record's document is not BSON");
+    }
+    b.doc = Document::Copy(&doc);
   }
   if (bson_iter_init_find(&it, r, "upVersion") && BSON_ITER_HOLDS_NUMBER(&it)) b.up_version = bson_iter_as_int64(&it);
   b.pending = bson_iter_init_find(&it, r, "pending") && bson_iter_as_bool(&it);
@@ -105,7 +109,8 @@ Status SaveBases(DBImpl* db, const std::string& ns, const std::vector<BaseWrite>
 }
 
 Status ForEachBase(DBImpl* db, const std::string& ns, const std::function<Status(const Value& id, const Base&)>& fn) {
-  return db->ScanSideRecords(kBaseSpace, NsPrefix(ns), [&](std::string_view, const bson_t* r) -> Status {
+  return db->ScanSideRecords(kBaseSpace, NsPrefix(ns), [&](std::string_view, DocumentView rv) -> Status {
+    const bson_t* r = rv.bson();
     std::optional<Value> id;
     RETURN_IF_ERROR(IdOf(r, &id));
     ASSIGN_OR_RETURN(Base b, DecodeBase(r));
@@ -114,12 +119,23 @@ Status ForEachBase(DBImpl* db, const std::string& ns, const std::function<Status
 }
 
 Status ForEachPendingBase(DBImpl* db, const std::string& ns, const std::function<Status(const Value& id)>& fn) {
-  return db->ScanSideRecords(kPendingSpace, NsPrefix(ns), [&](std::string_view, const bson_t* r) -> Status {
+  return db->ScanSideRecords(kPendingSpace, NsPrefix(ns), [&](std::string_view, DocumentView rv) -> Status {
+    const bson_t* r = rv.bson();
     std::optional<Value> id;
     RETURN_IF_ERROR(IdOf(r, &id));
     return fn(*id);
   });
 }
+
+StatusOr<std::optional<Document>> LoadInflight(DBImpl* db, const std::string& ns) {
+  return db->GetSideRecord(nullptr, kInflightSpace, ns);
+}
+
+Status SaveInflight(DBImpl* db, const std::string& ns, const Document& rec) {
+  return db->PutSideRecord(nullptr, kInflightSpace, ns, rec.bson());
+}
+
+Status DeleteInflight(DBImpl* db, const std::string& ns) { return db->DeleteSideRecord(nullptr, kInflightSpace, ns); }
 
 Status PendingPush(DBImpl* db, const std::string& ns, uint64_t after,
                    const std::function<void(const Value&, std::string_view source)>& add, uint64_t* upto) {

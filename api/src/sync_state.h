@@ -7,7 +7,6 @@
 // Database "__gatedb_sync":
 //   checkpoints  {_id: "<db.coll>", pushSeq, token, initialized, batch};
 //                {_id: "$origin", name}
-//   inflight     {_id: "<db.coll>", batch, docs: [{id, doc, upVersion}]}
 //   conflicts    {_id: {ns, id}, local, upstream, base, policy, at}
 // Side records (DBImpl::PutSideRecord), key "<db.coll>\0<encoded _id>":
 //   sync.base     {id, doc (the last synced state without the version
@@ -15,6 +14,9 @@
 //                 per document synced, written with the document's change
 //   sync.pending  {id}: the bases with pending set (what a merge left for
 //                 the push), so the push reads those and not every base
+// and, key "<db.coll>":
+//   sync.inflight {batch, docs: [{id, doc, upVersion}]}: the batch a push
+//                 is sending, recorded before it is sent
 // Upstream: "gatedb_sync.checkpoints" {_id: "<origin>|<db.coll>", batch, origin, ns, at}.
 #ifndef GATEDB_API_SRC_SYNC_STATE_H_
 #define GATEDB_API_SRC_SYNC_STATE_H_
@@ -42,7 +44,7 @@ constexpr char kDb[] = "__gatedb_sync";
 constexpr char kCheckpoints[] = "checkpoints";
 constexpr char kBaseSpace[] = "sync.base";
 constexpr char kPendingSpace[] = "sync.pending";
-constexpr char kInflight[] = "inflight";
+constexpr char kInflightSpace[] = "sync.inflight";
 constexpr char kConflicts[] = "conflicts";
 constexpr char kOriginId[] = "$origin";
 constexpr char kUpstreamDb[] = "gatedb_sync";
@@ -76,6 +78,11 @@ Status SaveBases(DBImpl* db, const std::string& ns, const std::vector<BaseWrite>
 // Every base of `ns`, and every one of them with pending set.
 Status ForEachBase(DBImpl* db, const std::string& ns, const std::function<Status(const Value& id, const Base&)>& fn);
 Status ForEachPendingBase(DBImpl* db, const std::string& ns, const std::function<Status(const Value& id)>& fn);
+
+// The batch in flight for `ns`, if any.
+StatusOr<std::optional<Document>> LoadInflight(DBImpl* db, const std::string& ns);
+Status SaveInflight(DBImpl* db, const std::string& ns, const Document& rec);
+Status DeleteInflight(DBImpl* db, const std::string& ns);
 
 // What the next push of `ns` ("db.coll") has to look at: each document the
 // journal shows changed after seq `after` by anyone but sync, then each

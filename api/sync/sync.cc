@@ -543,7 +543,7 @@ struct Sync::Impl {
     }
     if (wanted.empty()) return Status::OK();
     std::map<std::string, Document> docs;
-    RETURN_IF_ERROR(UpstreamDocs(ns, wanted, false, [&](const std::string& key, const bson_t* d) {
+    RETURN_IF_ERROR(UpstreamDocs(ns, wanted, [&](const std::string& key, const bson_t* d) {
       docs.emplace(key, Document::Copy(d));
     }));
     for (Change& c : *changes) {
@@ -713,6 +713,22 @@ struct Sync::Impl {
   mongoc_change_stream_t* Watch(const Ns& ns, const Document* token, CollHandle* coll) {
     coll->c = Upstream(ns);
     bson_t pipeline = BSON_INITIALIZER, opts = BSON_INITIALIZER;
+    if (hub) {
+      // This side's own pushes (writeContext.agentId gatedb.sync:<origin>)
+      // need not come back: a gatedb hub drops them before it builds their
+      // events.  A MongoDB upstream records no writeContext: everything
+      // comes, and own pushes are recognised by their version.
+      bson_t st, m, f, ne;
+      BSON_APPEND_ARRAY_BEGIN(&pipeline, "pipeline", &st);
+      BSON_APPEND_DOCUMENT_BEGIN(&st, "0", &m);
+      BSON_APPEND_DOCUMENT_BEGIN(&m, "$match", &f);
+      BSON_APPEND_DOCUMENT_BEGIN(&f, "writeContext.agentId", &ne);
+      BSON_APPEND_UTF8(&ne, "$ne", PushAgent().c_str());
+      bson_append_document_end(&f, &ne);
+      bson_append_document_end(&m, &f);
+      bson_append_document_end(&st, &m);
+      bson_append_array_end(&pipeline, &st);
+    }
     BSON_APPEND_INT64(&opts, "maxAwaitTimeMS", opts_wait());
     if (token != nullptr && !token->empty()) BSON_APPEND_DOCUMENT(&opts, "resumeAfter", token->bson());
     mongoc_change_stream_t* cs = mongoc_collection_watch(coll->c, &pipeline, &opts);
@@ -721,6 +737,8 @@ struct Sync::Impl {
     return cs;
   }
   int64_t opts_wait() const { return opts.pull_wait_ms; }
+  // The writeContext.agentId of this side's pushes on a hub.
+  std::string PushAgent() const { return std::string(kSyncAgent) + ":" + origin; }
 
   Status StreamError(mongoc_change_stream_t* cs, const std::string& what) {
     bson_error_t err;
@@ -890,8 +908,7 @@ struct Sync::Impl {
   // A batch recorded in "inflight" whose outcome a previous run did not
   // see: applied upstream (its checkpoint says so) or not.
   Status FinishInflight(const Ns& ns) {
-    Collection inflight = State(sync_state::kInflight);
-    ASSIGN_OR_RETURN(std::optional<Document> rec, inflight.FindOne(StrIdFilter(ns.full).view()));
+    ASSIGN_OR_RETURN(std::optional<Document> rec, sync_state::LoadInflight(db->rep()->db.get(), ns.full));
     if (!rec) return Status::OK();
     int64_t batch = IntField(rec->bson(), "batch").value_or(0);
     ASSIGN_OR_RETURN(int64_t up, UpstreamBatch(ns));
@@ -923,7 +940,7 @@ struct Sync::Impl {
       });
       RETURN_IF_ERROR(s);
     }
-    return inflight.DeleteOne(StrIdFilter(ns.full).view()).status();
+    return sync_state::DeleteInflight(db->rep()->db.get(), ns.full);
   }
 
   // After an upstream commit: the bases are what was pushed; with
@@ -989,10 +1006,10 @@ struct Sync::Impl {
     });
   }
 
-  // The upstream's documents with these _ids now, whole or (versions_only)
-  // only their version field: found(ToJson of the _id, document).
+  // The upstream's documents with these _ids now: found(ToJson of the _id,
+  // document).
   template <typename Found>
-  Status UpstreamDocs(const Ns& ns, const std::vector<Value>& ids, bool versions_only, const Found& found) {
+  Status UpstreamDocs(const Ns& ns, const std::vector<Value>& ids, const Found& found) {
     bson_t* f = bson_new();
     bson_t idf, in;
     BSON_APPEND_DOCUMENT_BEGIN(f, "_id", &idf);
@@ -1001,12 +1018,7 @@ struct Sync::Impl {
     bson_append_array_end(&idf, &in);
     bson_append_document_end(f, &idf);
     Document filter = Document::Adopt(f);
-    bson_t opts = BSON_INITIALIZER, proj;
-    if (versions_only) {
-      BSON_APPEND_DOCUMENT_BEGIN(&opts, "projection", &proj);
-      BSON_APPEND_INT32(&proj, ns.version_field.c_str(), 1);
-      bson_append_document_end(&opts, &proj);
-    }
+    bson_t opts = BSON_INITIALIZER;
     CollHandle coll;
     coll.c = Upstream(ns);
     mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll.c, filter.bson(), &opts, nullptr);
@@ -1021,17 +1033,6 @@ struct Sync::Impl {
     if (mongoc_cursor_error(cur, &err)) s = FromMongoc(err, "reading the upstream's " + ns.full);
     mongoc_cursor_destroy(cur);
     return s;
-  }
-
-  // The upstream versions of the ops' documents now (absent: no such document).
-  StatusOr<std::map<std::string, int64_t>> UpstreamVersions(const Ns& ns, const std::vector<PushOp>& ops) {
-    std::vector<Value> ids;
-    for (const PushOp& op : ops) ids.push_back(op.id);
-    std::map<std::string, int64_t> out;
-    RETURN_IF_ERROR(UpstreamDocs(ns, ids, true, [&](const std::string& key, const bson_t* d) {
-      out[key] = IntField(d, ns.version_field.c_str()).value_or(-1);
-    }));
-    return out;
   }
 
   // Pushes what this side changed.  *blocked: some documents moved
@@ -1100,19 +1101,35 @@ struct Sync::Impl {
       Status refused;
       for (int attempt = 0; attempt < 2 && !ready.empty() && !sent; ++attempt) {
         if (attempt > 0) {
-          ASSIGN_OR_RETURN(auto versions, UpstreamVersions(ns, ready));
-          std::vector<PushOp> still;
+          std::vector<Value> ids;
+          for (const PushOp& op : ready) ids.push_back(op.id);
+          std::map<std::string, Document> now;
+          RETURN_IF_ERROR(UpstreamDocs(ns, ids, [&](const std::string& key, const bson_t* d) {
+            now.emplace(key, Document::Copy(d));
+          }));
+          std::vector<PushOp> still, known;
           for (PushOp& op : ready) {
-            auto it = versions.find(op.id.ToJson());
-            const bool up_exists = it != versions.end();
+            auto it = now.find(op.id.ToJson());
+            const bool up_exists = it != now.end();
             const bool base_has = op.base.exists && op.base.doc.has_value();
-            if (base_has ? (!up_exists || it->second != op.base.up_version) : up_exists) {
+            const int64_t up_version =
+                up_exists ? IntField(it->second.bson(), ns.version_field.c_str()).value_or(-1) : -1;
+            if (base_has ? (!up_exists || up_version != op.base.up_version) : up_exists) {
+              if (up_exists && op.doc && SameDoc(Strip(it->second.bson(), ns.version_field), op.doc)) {
+                // The upstream holds exactly this side's document already
+                // (a push whose version this side did not learn): only the
+                // base's version was behind.
+                op.new_up_version = up_version;
+                known.push_back(std::move(op));
+                continue;
+              }
               *blocked = true;  // the upstream moved: the next pull decides
               all_done = false;
               continue;
             }
             still.push_back(std::move(op));
           }
+          if (!known.empty()) RETURN_IF_ERROR(RecordPushed(ns, known));
           // Nothing moved: the refusal was not about versions (a lock
           // an abandoned upstream transaction holds, say).  The run fails
           // with it; the documents stay pending for the next.
@@ -1141,7 +1158,7 @@ struct Sync::Impl {
         const bool definite = s.code() == ErrorCode::kWriteConflict || s.code() == ErrorCode::kDuplicateKey;
         if (!definite) return s;  // a lost commit reply: decided by the next run
         refused = s;
-        RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
+        RETURN_IF_ERROR(sync_state::DeleteInflight(db->rep()->db.get(), ns.full));
       }
       if (!sent) {
         if (!ready.empty()) {
@@ -1151,7 +1168,7 @@ struct Sync::Impl {
         continue;
       }
       RETURN_IF_ERROR(RecordPushed(ns, ready));
-      RETURN_IF_ERROR(State(sync_state::kInflight).DeleteOne(StrIdFilter(ns.full).view()).status());
+      RETURN_IF_ERROR(sync_state::DeleteInflight(db->rep()->db.get(), ns.full));
       Status cs = SetCheckpoint(ns, nullptr, [&](bson_t* set) {
         BSON_APPEND_INT64(set, "batch", batch_no);
       });
@@ -1170,7 +1187,6 @@ struct Sync::Impl {
 
   Status RecordInflight(const Ns& ns, int64_t batch, const std::vector<PushOp>& ops) {
     bson_t* d = bson_new();
-    BSON_APPEND_UTF8(d, "_id", ns.full.c_str());
     BSON_APPEND_INT64(d, "batch", batch);
     bson_t arr;
     BSON_APPEND_ARRAY_BEGIN(d, "docs", &arr);
@@ -1187,7 +1203,7 @@ struct Sync::Impl {
       bson_append_document_end(&arr, &e);
     }
     bson_append_array_end(d, &arr);
-    return PutState(sync_state::kInflight, StrIdFilter(ns.full), Document::Adopt(d), nullptr);
+    return sync_state::SaveInflight(db->rep()->db.get(), ns.full, Document::Adopt(d));
   }
 
   // One write command on the upstream, in the session of `sopts`: OK when
@@ -1309,7 +1325,7 @@ struct Sync::Impl {
           if (hub) {
             bson_t wc;
             BSON_APPEND_DOCUMENT_BEGIN(c.cmd, "writeContext", &wc);
-            BSON_APPEND_UTF8(&wc, "agentId", (std::string(kSyncAgent) + ":" + origin).c_str());
+            BSON_APPEND_UTF8(&wc, "agentId", PushAgent().c_str());
             if (!g->first.empty()) BSON_APPEND_UTF8(&wc, "source", g->first.c_str());
             bson_append_document_end(c.cmd, &wc);
           }

@@ -218,7 +218,7 @@ class DBImpl {
   // Every record of `space` whose key starts with `prefix`, in key order,
   // as of now; `fn` returning an error stops the scan with it.
   Status ScanSideRecords(std::string_view space, std::string_view prefix,
-                         const std::function<Status(std::string_view key, const bson_t* value)>& fn);
+                         const std::function<Status(std::string_view key, DocumentView value)>& fn);
 
   // A task's stored keyed writes, by writeSeq (the idempotencyStatus command).
   StatusOr<std::vector<std::pair<int64_t, IdempotencyRecord>>> IdempotencyStatus(const std::string& task_id);
@@ -466,6 +466,7 @@ class DBImpl {
   rocksdb::ColumnFamilyHandle* leases_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* index_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* side_cf_ = nullptr;  // side records (PutSideRecord)
+  rocksdb::WriteOptions SideWriteOptions() const;
   // Lease records present (live or expired): writes skip the lease check
   // while there are none.
   std::atomic<int64_t> lease_records_{0};

@@ -23,6 +23,7 @@
 #include <deque>
 
 #include "engine/agg/pipeline.h"
+#include "engine/query/matcher.h"
 #include "engine/agg/stage.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
@@ -408,6 +409,7 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     }
     Document stages = Document::Adopt(rest);
     if (n == 0) return Status::OK();
+    RETURN_IF_ERROR(PushDownWriterMatch(stages.bson()));
     agg::PipelineOptions po;
     po.now_ms = db_->NowMs();
     po.db = req.ns.db;
@@ -416,6 +418,32 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     auto queue = std::make_unique<EventQueue>();
     queue_ = queue.get();
     pipeline_->SetSource(std::move(queue));
+    return Status::OK();
+  }
+
+  // A first stage {$match: {...}} that names only writeContext paths (say,
+  // "everything but my own writes", as sync asks) is also checked against
+  // the journal event's writeContext before a change event is built: an
+  // event it refuses costs no conversion.  The $match stage still runs;
+  // this only saves work.  Events that end the stream are never skipped.
+  Status PushDownWriterMatch(const bson_t* stages) {
+    bson_iter_t it, st, m;
+    if (!bson_iter_init_find(&it, stages, "0") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) ||
+        !bson_iter_next(&st) || std::string_view(bson_iter_key(&st)) != "$match" || !BSON_ITER_HOLDS_DOCUMENT(&st)) {
+      return Status::OK();
+    }
+    bson_t filter;
+    const bson_value_t* v = bson_iter_value(&st);
+    if (!bson_init_static(&filter, v->value.v_doc.data, v->value.v_doc.data_len) || bson_empty(&filter)) {
+      return Status::OK();
+    }
+    if (!bson_iter_init(&m, &filter)) return Status::OK();
+    while (bson_iter_next(&m)) {
+      std::string_view key = bson_iter_key(&m);
+      if (key != "writeContext" && key.rfind("writeContext.", 0) != 0) return Status::OK();
+    }
+    StatusOr<std::unique_ptr<query::Matcher>> matcher = query::Matcher::Parse(&filter);
+    if (matcher.ok()) writer_match_ = std::move(*matcher);  // else the $match stage reports it
     return Status::OK();
   }
 
@@ -476,6 +504,15 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     const bool db_event = op == "dropDatabase";
     if (!db_event && ns.find('.') == std::string::npos) return Status::OK();
     if (!db_event && ns.compare(ns.find('.') + 1, 7, "system.") == 0) return Status::OK();
+    if (writer_match_ != nullptr && (op == "insert" || op == "update" || op == "replace" || op == "delete")) {
+      bson_t writer = BSON_INITIALIZER;
+      if (bson_iter_init_find(&it, ev.bson(), "writeContext")) {
+        bson_append_value(&writer, "writeContext", -1, bson_iter_value(&it));
+      }
+      const bool keep = writer_match_->Matches(&writer);
+      bson_destroy(&writer);
+      if (!keep) return Status::OK();
+    }
     int64_t at = 0;
     if (bson_iter_init_find(&it, ev.bson(), "at") && BSON_ITER_HOLDS_DATE_TIME(&it)) at = bson_iter_date_time(&it);
 
@@ -607,6 +644,7 @@ class DBImpl::ChangeStreamSource : public CursorSource {
   bool update_lookup_ = false;
   uint64_t pos_ = 0;  // every journal event up to this seq is consumed
   std::unique_ptr<agg::Pipeline> pipeline_;  // null: nothing after $changeStream
+  std::unique_ptr<query::Matcher> writer_match_;  // PushDownWriterMatch's; null: none
   EventQueue* queue_ = nullptr;              // the pipeline's source (it owns it)
   std::deque<Document> pending_;             // results not yet returned (the batch was full)
   std::deque<Document> pending_ids_;         // their resume tokens

@@ -27,19 +27,26 @@ Status BadSpace(std::string_view space) {
 
 }  // namespace
 
+// A write of its own is as durable as the store's writes (Options::sync).
+rocksdb::WriteOptions DBImpl::SideWriteOptions() const {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  return wo;
+}
+
 Status DBImpl::PutSideRecord(WriteScope* scope, std::string_view space, std::string_view key, const bson_t* value) {
   RETURN_IF_ERROR(BadSpace(space));
   const std::string k = SideKey(space, key);
   rocksdb::Slice v(reinterpret_cast<const char*>(bson_get_data(value)), value->len);
   if (scope != nullptr) return FromRocks(scope->txn->Put(side_cf_, k, v));
-  return FromRocks(db_->Put(rocksdb::WriteOptions(), side_cf_, k, v));
+  return FromRocks(db_->Put(SideWriteOptions(), side_cf_, k, v));
 }
 
 Status DBImpl::DeleteSideRecord(WriteScope* scope, std::string_view space, std::string_view key) {
   RETURN_IF_ERROR(BadSpace(space));
   const std::string k = SideKey(space, key);
   if (scope != nullptr) return FromRocks(scope->txn->Delete(side_cf_, k));
-  return FromRocks(db_->Delete(rocksdb::WriteOptions(), side_cf_, k));
+  return FromRocks(db_->Delete(SideWriteOptions(), side_cf_, k));
 }
 
 Status DBImpl::WriteSideRecords(const std::vector<SideRecordWrite>& writes) {
@@ -51,7 +58,7 @@ Status DBImpl::WriteSideRecords(const std::vector<SideRecordWrite>& writes) {
                                  : batch.Delete(side_cf_, k);
     RETURN_IF_ERROR(FromRocks(rs));
   }
-  return FromRocks(db_->Write(rocksdb::WriteOptions(), &batch));
+  return FromRocks(db_->Write(SideWriteOptions(), &batch));
 }
 
 StatusOr<std::optional<Document>> DBImpl::GetSideRecord(WriteScope* scope, std::string_view space,
@@ -78,7 +85,7 @@ StatusOr<std::optional<Document>> DBImpl::GetSideRecord(WriteScope* scope, std::
 }
 
 Status DBImpl::ScanSideRecords(std::string_view space, std::string_view prefix,
-                               const std::function<Status(std::string_view key, const bson_t* value)>& fn) {
+                               const std::function<Status(std::string_view key, DocumentView value)>& fn) {
   RETURN_IF_ERROR(BadSpace(space));
   const std::string start = SideKey(space, prefix);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), side_cf_));
@@ -88,7 +95,7 @@ Status DBImpl::ScanSideRecords(std::string_view space, std::string_view prefix,
       return Status(ErrorCode::kDataCorruptionDetected, "a side record of " + std::string(space) + " is not BSON");
     }
     std::string_view key(it->key().data() + space.size() + 1, it->key().size() - space.size() - 1);
-    RETURN_IF_ERROR(fn(key, &v));
+    RETURN_IF_ERROR(fn(key, DocumentView(&v)));
   }
   return FromRocks(it->status());
 }

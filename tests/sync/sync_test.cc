@@ -465,7 +465,6 @@ TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
   ASSERT_OK(ck.DeleteOne(Json(R"({"_id": "shop.orders"})").view()));
   for (const Document& d : *saved_ck) ASSERT_OK(ck.InsertOne(d.view()));
   bson_t* inflight = bson_new();
-  BSON_APPEND_UTF8(inflight, "_id", "shop.orders");
   BSON_APPEND_INT64(inflight, "batch", test::IntAt((*saved_ck)[0].bson(), "batch") + 1);
   bson_t arr, e, doc;
   BSON_APPEND_ARRAY_BEGIN(inflight, "docs", &arr);
@@ -479,7 +478,7 @@ TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
   bson_append_document_end(&arr, &e);
   bson_append_array_end(inflight, &arr);
   Document rec = Document::Adopt(inflight);
-  ASSERT_OK(a->GetCollection("__gatedb_sync", "inflight").InsertOne(rec.view()));
+  ASSERT_OK(sync_state::SaveInflight(a_impl, "shop.orders", rec));
   // Meanwhile someone else adds 3 on the hub: without the in-flight record
   // this side would take its own +4 for a concurrent one and add it again.
   ASSERT_OK(hub_->GetCollection("shop", "orders").UpdateOne(Json(R"({"_id": 1})").view(),
@@ -488,7 +487,9 @@ TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
   EXPECT_EQ(again.pushed, 0) << again.ToJson();
   EXPECT_EQ(Field(hub_.get(), "1", "count"), 7) << "the +4 reached the hub once";
   EXPECT_EQ(Field(a, "1", "count"), 7);
-  EXPECT_TRUE(a->GetCollection("__gatedb_sync", "inflight").Find(Json("{}").view())->empty());
+  auto left = sync_state::LoadInflight(a_impl, "shop.orders");
+  ASSERT_OK(left);
+  EXPECT_FALSE(left->has_value()) << "the batch in flight is settled";
 }
 
 // An edge offline for longer than its journal keeps events: the writes

@@ -96,6 +96,17 @@ bool SameDoc(const std::optional<Document>& a, const std::optional<Document>& b)
   return Changed(a->bson(), b->bson()).empty();
 }
 
+// Equal as MongoDB compares documents (4 and NumberLong(4) are equal).
+bool EqualValues(const Document& a, const Document& b) {
+  bson_value_t va{}, vb{};
+  va.value_type = vb.value_type = BSON_TYPE_DOCUMENT;
+  va.value.v_doc.data = const_cast<uint8_t*>(a.data());
+  va.value.v_doc.data_len = static_cast<uint32_t>(a.size());
+  vb.value.v_doc.data = const_cast<uint8_t*>(b.data());
+  vb.value.v_doc.data_len = static_cast<uint32_t>(b.size());
+  return CompareValues(va, vb) == 0;
+}
+
 // {ns, id}: a base or conflict record's _id.
 Document RecordKey(const std::string& ns, const Value& id) {
   bson_t* b = bson_new();
@@ -148,6 +159,10 @@ Document BuildDelta(const bson_t* from, const bson_t* to, const std::vector<std:
     if (incs.count(p) && Find(from, p, &a) && IsNumber(a) && IsNumber(b)) {
       if (BSON_ITER_HOLDS_DOUBLE(&a) || BSON_ITER_HOLDS_DOUBLE(&b)) {
         BSON_APPEND_DOUBLE(&inc, p.c_str(), bson_iter_as_double(&b) - bson_iter_as_double(&a));
+      } else if (const int64_t d = bson_iter_as_int64(&b) - bson_iter_as_int64(&a);
+                 BSON_ITER_HOLDS_INT32(&a) && BSON_ITER_HOLDS_INT32(&b) && d >= INT32_MIN && d <= INT32_MAX) {
+        // int + int stays an int upstream, as it is here.
+        BSON_APPEND_INT32(&inc, p.c_str(), static_cast<int32_t>(d));
       } else {
         BSON_APPEND_INT64(&inc, p.c_str(), bson_iter_as_int64(&b) - bson_iter_as_int64(&a));
       }
@@ -1115,7 +1130,7 @@ struct Sync::Impl {
             const int64_t up_version =
                 up_exists ? IntField(it->second.bson(), ns.version_field.c_str()).value_or(-1) : -1;
             if (base_has ? (!up_exists || up_version != op.base.up_version) : up_exists) {
-              if (up_exists && op.doc && SameDoc(Strip(it->second.bson(), ns.version_field), op.doc)) {
+              if (up_exists && op.doc && EqualValues(Strip(it->second.bson(), ns.version_field), *op.doc)) {
                 // The upstream holds exactly this side's document already
                 // (a push whose version this side did not learn): only the
                 // base's version was behind.

@@ -436,6 +436,45 @@ TEST_F(SyncTest, RejectLeavesBothSidesAndListsTheConflict) {
   EXPECT_EQ(Docs(b), Docs(hub_.get()));
 }
 
+// A base whose upstream version fell behind while the upstream already
+// holds this side's document (a lost record of a push): the refused push
+// learns the version from the upstream instead of waiting for a pull that
+// would bring nothing (the hub does not send a side its own pushes back).
+TEST_F(SyncTest, ABaseVersionBehindADocumentTheHubAlreadyHasIsLearned) {
+  Database* a = Edge("a", R"({"mode": "fieldMerge", "mergeIncrements": true})");
+  Collection ca = a->GetCollection("shop", "orders");
+  ASSERT_OK(ca.InsertOne(Json(R"({"_id": 1, "count": 0})").view()));
+  SyncOnce(a, "a");
+  DBImpl* a_impl = a->rep()->db.get();
+  bson_value_t one;
+  one.value_type = BSON_TYPE_INT32;
+  one.value.v_int32 = 1;
+  const Value id1(one);
+  auto before = sync_state::LoadBase(a_impl, nullptr, "shop.orders", id1);
+  ASSERT_OK(before);
+  ASSERT_EQ(before->up_version, 0);
+  ASSERT_OK(ca.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 4}})").view()));
+  SyncOnce(a, "a");
+  ASSERT_EQ(Field(hub_.get(), "1", "count"), 4);
+  // The base goes back to version 0 and count 0, left pending.
+  sync_state::Base stale = *before;
+  stale.pending = true;
+  ASSERT_OK(sync_state::SaveBase(a_impl, nullptr, "shop.orders", id1, stale, false));
+  SyncReport r = SyncOnce(a, "a");
+  EXPECT_EQ(r.pushed, 0) << r.ToJson();
+  EXPECT_EQ(Field(hub_.get(), "1", "count"), 4) << "the +4 is not sent again";
+  auto learned = sync_state::LoadBase(a_impl, nullptr, "shop.orders", id1);
+  ASSERT_OK(learned);
+  EXPECT_EQ(learned->up_version, 1);
+  EXPECT_FALSE(learned->pending);
+  // And the document travels on from there.
+  ASSERT_OK(ca.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 1}})").view()));
+  EXPECT_EQ(SyncOnce(a, "a").pushed, 1);
+  EXPECT_EQ(Field(hub_.get(), "1", "count"), 5);
+  Document st = a->RunCommand(Json(R"({"syncStatus": 1})").view());
+  EXPECT_EQ(test::IntAt(st.bson(), "namespaces.0.push.pendingDocuments"), 0) << st.ToJson();
+}
+
 // A run stopped after the upstream committed a batch and before this side
 // recorded it: the next run finishes it from the upstream checkpoint and
 // applies nothing twice.

@@ -1065,7 +1065,6 @@ struct Sync::Impl {
     RETURN_IF_ERROR(PendingIds(ns, push_seq, &ids, &upto, &sources));
     if (!ids.empty()) Progress(ns.full + ": " + std::to_string(ids.size()) + " documents to push");
     bool all_done = true;
-    Collection local = db->GetCollection(ns.db, ns.coll);
     for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(opts.batch_size)) {
       size_t end = std::min(ids.size(), start + static_cast<size_t>(opts.batch_size));
       std::vector<PushOp> ops;

@@ -89,6 +89,51 @@ Status DropCommand(CommandContext& ctx, bson_t* reply) {
   return Status::OK();
 }
 
+namespace {
+
+// "db.coll" as a command names a namespace.  Errors: InvalidNamespace.
+Status ParseFullNamespace(std::string_view full, const char* field, Namespace* out) {
+  const size_t dot = full.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == full.size()) {
+    return Status(ErrorCode::kInvalidNamespace, "Invalid " + std::string(field) + " namespace: " + std::string(full));
+  }
+  out->db = std::string(full.substr(0, dot));
+  out->coll = std::string(full.substr(dot + 1));
+  return Status::OK();
+}
+
+}  // namespace
+
+// {renameCollection: "db.from", to: "db.to", dropTarget}, on admin.
+Status RenameCollectionCommand(CommandContext& ctx, bson_t* reply) {
+  (void)reply;
+  if (ctx.db_name != "admin") {
+    return Status(ErrorCode::kUnauthorized, "renameCollection may only be run against the admin database.");
+  }
+  bson_iter_t first;
+  if (!bson_iter_init(&first, ctx.cmd) || !bson_iter_next(&first) || !BSON_ITER_HOLDS_UTF8(&first)) {
+    return TypeError("renameCollection", bson_iter_type(&first), "string");
+  }
+  Namespace from, to;
+  RETURN_IF_ERROR(ParseFullNamespace(bson_iter_utf8(&first, nullptr), "source", &from));
+  bool have_to = false, drop_target = false;
+  RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
+    if (key == "to") {
+      if (!BSON_ITER_HOLDS_UTF8(it)) return TypeError("renameCollection.to", bson_iter_type(it), "string");
+      have_to = true;
+      return ParseFullNamespace(bson_iter_utf8(it, nullptr), "target", &to);
+    }
+    if (key == "dropTarget") return ReadBool(it, "renameCollection.dropTarget", &drop_target);
+    if (key == "stayTemp") {
+      bool ignored = false;  // gatedb has no temporary collections
+      return ReadBool(it, "renameCollection.stayTemp", &ignored);
+    }
+    return UnknownField(ctx.command_name, key);
+  }));
+  if (!have_to) return MissingField(ctx.command_name, "to");
+  return ctx.db->RenameCollection(from, to, drop_target);
+}
+
 Status DropDatabaseCommand(CommandContext& ctx, bson_t* reply) {
   RETURN_IF_ERROR(ctx.db->DropDatabase(ctx.db_name));
   BSON_APPEND_UTF8(reply, "dropped", ctx.db_name.c_str());

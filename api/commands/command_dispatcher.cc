@@ -45,6 +45,7 @@ const CommandEntry kCommands[] = {
     {"explain", commands::ExplainCommand},
     {"drop", commands::DropCommand},
     {"dropDatabase", commands::DropDatabaseCommand},
+    {"renameCollection", commands::RenameCollectionCommand},
     {"listCollections", commands::ListCollectionsCommand},
     {"listDatabases", commands::ListDatabasesCommand},
     {"dbStats", commands::DbStatsCommand},

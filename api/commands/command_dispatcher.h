@@ -125,6 +125,7 @@ Status BuildInfoCommand(CommandContext& ctx, bson_t* reply);
 Status CreateCommand(CommandContext& ctx, bson_t* reply);
 Status DropCommand(CommandContext& ctx, bson_t* reply);
 Status DropDatabaseCommand(CommandContext& ctx, bson_t* reply);
+Status RenameCollectionCommand(CommandContext& ctx, bson_t* reply);
 Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply);
 Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply);
 Status DbStatsCommand(CommandContext& ctx, bson_t* reply);

@@ -72,6 +72,14 @@ class DBImpl {
   Status CreateCollection(const Namespace& ns, const CollectionOptions& options);
   // Errors: NamespaceNotFound.
   Status DropCollection(const Namespace& ns);
+  // renameCollection.  The collection keeps its id, and its documents,
+  // indexes and leases are keyed by the id, so a rename is a catalog change:
+  // the old name's entry goes, the new one's comes, and the journal's
+  // "rename" event (ns, to) commits with them.  With `drop_target` an
+  // existing `to` is dropped in the same commit (its "drop" event first).
+  // Errors: InvalidNamespace, IllegalOperation (to itself), NamespaceNotFound
+  // (no `from`), NamespaceExists (`to` exists, without drop_target).
+  Status RenameCollection(const Namespace& from, const Namespace& to, bool drop_target);
   // Collections of one database, by name.
   std::vector<CollectionInfo> ListCollections(const std::string& db) const;
   // Errors: NamespaceNotFound.
@@ -271,6 +279,9 @@ class DBImpl {
   std::shared_ptr<Collection> FindCollection(const Namespace& ns) const;
   // The collection, created (as MongoDB does on first write) when missing.
   StatusOr<std::shared_ptr<Collection>> GetOrCreateCollection(const Namespace& ns);
+  // Deletes a dropped collection's documents, index definitions and index
+  // entries (its id is never reused: this is space reclamation).
+  Status ReclaimCollection(uint32_t collection_id);
   Status CreateCollectionLocked(const Namespace& ns, const CollectionOptions& options,
                                 std::shared_ptr<Collection>* out) GATEDB_REQUIRES(catalog_mu_);
 

@@ -522,6 +522,15 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     BSON_APPEND_UTF8(c, "operationType", op.c_str());
     AppendTimes(seq, at, c);
     AppendNs(ns, !db_event, c);
+    if (op == "rename" && bson_iter_init_find(&it, ev.bson(), "to") && BSON_ITER_HOLDS_UTF8(&it)) {
+      std::string_view to = bson_iter_utf8(&it, nullptr);
+      bson_t d;
+      BSON_APPEND_DOCUMENT_BEGIN(c, "to", &d);
+      const size_t dot = to.find('.');
+      BSON_APPEND_UTF8(&d, "db", std::string(to.substr(0, dot)).c_str());
+      BSON_APPEND_UTF8(&d, "coll", std::string(to.substr(dot + 1)).c_str());
+      bson_append_document_end(c, &d);
+    }
     Status s = AppendWriteFields(op, ns, ev, c);
     if (!s.ok()) {
       bson_destroy(c);
@@ -529,7 +538,7 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     }
     Document change = Document::Adopt(c);
     RETURN_IF_ERROR(Emit(std::move(change), std::move(id)));
-    const bool ends = (scope_ == Scope::kCollection && op == "drop") ||
+    const bool ends = (scope_ == Scope::kCollection && (op == "drop" || op == "rename")) ||
                       (scope_ == Scope::kDatabase && op == "dropDatabase");
     if (ends) {
       Document inv_id = Token(seq, TokenKind::kInvalidate);

@@ -19,7 +19,7 @@ bool AsWriteRecord(Document* e) {
   bson_iter_t it;
   if (bson_iter_init_find(&it, e->bson(), "op") && BSON_ITER_HOLDS_UTF8(&it)) {
     std::string_view op = bson_iter_utf8(&it, nullptr);
-    if (op == "drop" || op == "dropDatabase") return false;
+    if (op == "drop" || op == "dropDatabase" || op == "rename") return false;
   }
   const bool has_change = bson_iter_init_find(&it, e->bson(), "fullDocument") ||
                           bson_iter_init_find(&it, e->bson(), "updatedFields");

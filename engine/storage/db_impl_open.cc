@@ -371,8 +371,12 @@ Status DBImpl::DropCollection(const Namespace& ns) {
   }
   // Collection ids are never reused, so the documents left under the old id
   // are unreachable from here on; removing them is space reclamation.
-  std::string prefix = keys::CollectionPrefix(coll->info.id);
-  std::string end = keys::CollectionUpperBound(coll->info.id);
+  return ReclaimCollection(coll->info.id);
+}
+
+Status DBImpl::ReclaimCollection(uint32_t collection_id) {
+  std::string prefix = keys::CollectionPrefix(collection_id);
+  std::string end = keys::CollectionUpperBound(collection_id);
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;
@@ -389,7 +393,7 @@ Status DBImpl::DropCollection(const Namespace& ns) {
   RETURN_IF_ERROR(FromRocks(it->status()));
   // Its indexes: their definitions, then their entries (all under the
   // collection id's prefix).
-  std::string ix_prefix = "ix:" + keys::CollectionPrefix(coll->info.id);
+  std::string ix_prefix = "ix:" + keys::CollectionPrefix(collection_id);
   std::unique_ptr<rocksdb::Iterator> cit(db_->NewIterator(rocksdb::ReadOptions(), catalog_cf_));
   rocksdb::WriteBatch cbatch;
   for (cit->Seek(ix_prefix); cit->Valid() && cit->key().starts_with(ix_prefix); cit->Next()) {
@@ -397,7 +401,63 @@ Status DBImpl::DropCollection(const Namespace& ns) {
   }
   RETURN_IF_ERROR(FromRocks(cit->status()));
   if (cbatch.Count() > 0) RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &cbatch)));
-  return DeleteIndexRange(keys::CollectionPrefix(coll->info.id));
+  return DeleteIndexRange(keys::CollectionPrefix(collection_id));
+}
+
+Status DBImpl::RenameCollection(const Namespace& from, const Namespace& to, bool drop_target) {
+  RETURN_IF_ERROR(ValidateNamespace(from));
+  RETURN_IF_ERROR(ValidateNamespace(to));
+  if (from.full() == to.full()) return Status(ErrorCode::kIllegalOperation, "Can't rename a collection to itself");
+  std::shared_ptr<Collection> replaced;
+  {
+    WriterLock lock(&catalog_mu_);
+    auto it = collections_.find(from.full());
+    if (it == collections_.end()) {
+      return Status(ErrorCode::kNamespaceNotFound, "Source collection " + from.full() + " does not exist");
+    }
+    auto target = collections_.find(to.full());
+    if (target != collections_.end()) {
+      if (!drop_target) return Status(ErrorCode::kNamespaceExists, "target namespace exists: " + to.full());
+      replaced = target->second;
+    }
+    std::shared_ptr<Collection> coll = it->second;
+    // Both collections' writers are drained, as for a drop (lock order: the
+    // source, then the target; nothing else holds two drop locks).
+    WriterLock drop(&coll->drop_mu);
+    std::unique_ptr<WriterLock> drop_replaced;
+    if (replaced) drop_replaced = std::make_unique<WriterLock>(&replaced->drop_mu);
+    auto renamed = std::make_shared<Collection>();
+    renamed->info = coll->info;
+    renamed->info.ns = to;
+    renamed->info.options = *coll->opts();  // collMod's changes included
+    renamed->set_opts(renamed->info.options);
+    renamed->set_indexes(coll->indexes());
+    WriteOptionsInternal plain;
+    plain.sync = options_.sync;
+    Txn txn(db_, RocksWriteOptions(plain));
+    RETURN_IF_ERROR(FromRocks(txn->Delete(catalog_cf_, std::string(kCatalogNsPrefix) + from.full())));
+    RETURN_IF_ERROR(FromRocks(txn->Put(catalog_cf_, std::string(kCatalogNsPrefix) + to.full(), EncodeCollectionInfo(renamed->info))));
+    std::vector<PendingEvent> events;
+    const int64_t now = NowMs();
+    if (replaced) {
+      events.emplace_back();
+      events.back().event = BuildDdlEvent("drop", to.full(), now);
+    }
+    events.emplace_back();
+    bson_t* ev = bson_copy(BuildDdlEvent("rename", from.full(), now).bson());
+    BSON_APPEND_UTF8(ev, "to", to.full().c_str());
+    events.back().event = Document::Adopt(ev);
+    RETURN_IF_ERROR(CommitWithEvents(txn, &events));
+    coll->dropped = true;  // writers holding it retry, and find the new name
+    if (replaced) {
+      replaced->drop_mu.AssertHeld();  // drop_replaced holds it
+      replaced->dropped = true;
+    }
+    collections_.erase(it);
+    collections_[to.full()] = renamed;
+  }
+  if (replaced) return ReclaimCollection(replaced->info.id);
+  return Status::OK();
 }
 
 Status DBImpl::DropDatabase(const std::string& db) {

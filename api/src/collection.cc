@@ -58,18 +58,6 @@ WriteOptionsInternal Internal(const WriteOptions& w, WriteScope* scope) {
   return o;
 }
 
-// Runs fn(scope) inside `txn` (scope null without one); a failure aborts
-// the transaction, as MongoDB does.
-template <typename Fn>
-auto InTxn(Transaction* txn, DBImpl* db, Fn&& fn) -> decltype(fn(nullptr)) {
-  if (txn == nullptr) return fn(nullptr);
-  TxnUse use(txn->impl(), db->NowMs());
-  if (!use.status().ok()) return use.status();
-  auto r = fn(use.scope());
-  if (!r.ok()) use.AbortOnError(r.status());
-  return r;
-}
-
 }  // namespace
 
 StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOptions& options) {

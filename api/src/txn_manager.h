@@ -72,6 +72,23 @@ class GATEDB_SCOPED_CAPABILITY TxnUse {
   Status status_;
 };
 
+// Runs fn(scope) inside `txn` (scope null without one); a failure aborts
+// the transaction, as MongoDB does.  fn returns a Status or a StatusOr.
+inline const Status& StatusOfResult(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOfResult(const StatusOr<T>& s) {
+  return s.status();
+}
+template <typename Fn>
+auto InTxn(Transaction* txn, DBImpl* db, Fn&& fn) -> decltype(fn(nullptr)) {
+  if (txn == nullptr) return fn(nullptr);
+  TxnUse use(txn->impl(), db->NowMs());
+  if (!use.status().ok()) return use.status();
+  auto r = fn(use.scope());
+  if (!r.ok()) use.AbortOnError(StatusOfResult(r));
+  return r;
+}
+
 class TxnManager {
  public:
   explicit TxnManager(DBImpl* db);

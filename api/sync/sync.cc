@@ -96,17 +96,6 @@ bool SameDoc(const std::optional<Document>& a, const std::optional<Document>& b)
   return Changed(a->bson(), b->bson()).empty();
 }
 
-// Equal as MongoDB compares documents (4 and NumberLong(4) are equal).
-bool EqualValues(const Document& a, const Document& b) {
-  bson_value_t va{}, vb{};
-  va.value_type = vb.value_type = BSON_TYPE_DOCUMENT;
-  va.value.v_doc.data = const_cast<uint8_t*>(a.data());
-  va.value.v_doc.data_len = static_cast<uint32_t>(a.size());
-  vb.value.v_doc.data = const_cast<uint8_t*>(b.data());
-  vb.value.v_doc.data_len = static_cast<uint32_t>(b.size());
-  return CompareValues(va, vb) == 0;
-}
-
 // {ns, id}: a base or conflict record's _id.
 Document RecordKey(const std::string& ns, const Value& id) {
   bson_t* b = bson_new();
@@ -196,9 +185,6 @@ StatusOr<Document> ApplyDelta(const bson_t* doc, const Document& delta, const st
   return Document::Adopt(out);
 }
 
-// The three-way decision for a document both sides changed since `base`:
-// the local changes rebased onto the upstream state, or nullopt when the
-// policy leaves it unresolved.  `local`/`upstream` absent: deleted there.
 // A source's rank under sourcePriority: listed first ranks highest (0);
 // unknown sources, and none, rank last.
 size_t SourceRank(const ConflictPolicy& policy, std::string_view source) {
@@ -208,6 +194,9 @@ size_t SourceRank(const ConflictPolicy& policy, std::string_view source) {
   return policy.source_priority.size();
 }
 
+// The three-way decision for a document both sides changed since `base`:
+// the document both sides should have, or nullopt when the policy leaves it
+// unresolved.  `local`/`upstream` absent: deleted there.
 // `local_source`/`up_source`: the writeContext.source of each side's last
 // write of the document ("" when unknown).
 std::optional<std::optional<Document>> Merge(const Ns& ns, const std::optional<Document>& base,
@@ -441,30 +430,14 @@ struct Sync::Impl {
 
   using Base = sync_state::Base;
 
-  // Runs fn(scope) in `txn`'s scope (null: no transaction).
-  template <typename Fn>
-  auto InScope(Transaction* txn, Fn&& fn) -> decltype(fn(nullptr)) {
-    if (txn == nullptr) return fn(nullptr);
-    TxnUse use(txn->impl(), db->rep()->db->NowMs());
-    if (!use.status().ok()) return use.status();
-    auto r = fn(use.scope());
-    if (!r.ok()) use.AbortOnError(StatusOf(r));
-    return r;
-  }
-  static const Status& StatusOf(const Status& s) { return s; }
-  template <typename T>
-  static const Status& StatusOf(const StatusOr<T>& s) {
-    return s.status();
-  }
-
   StatusOr<Base> LoadBase(const Ns& ns, const Value& id, Transaction* txn) {
-    return InScope(txn, [&](WriteScope* scope) { return sync_state::LoadBase(db->rep()->db.get(), scope, ns.full, id); });
+    DBImpl* impl = db->rep()->db.get();
+    return InTxn(txn, impl, [&](WriteScope* scope) { return sync_state::LoadBase(impl, scope, ns.full, id); });
   }
 
   Status SaveBase(const Ns& ns, const Value& id, const Base& b, bool was_pending, Transaction* txn) {
-    return InScope(txn, [&](WriteScope* scope) {
-      return sync_state::SaveBase(db->rep()->db.get(), scope, ns.full, id, b, was_pending);
-    });
+    DBImpl* impl = db->rep()->db.get();
+    return InTxn(txn, impl, [&](WriteScope* scope) { return sync_state::SaveBase(impl, scope, ns.full, id, b, was_pending); });
   }
 
   Status SaveConflict(const Ns& ns, const Value& id, const std::optional<Document>& base,
@@ -639,18 +612,10 @@ struct Sync::Impl {
   // journal since the push checkpoint; "" when not known).
   StatusOr<std::optional<Document>> ReadLocal(const Ns& ns, const Value& id, Transaction* txn, std::string* source) {
     Document writer;
-    std::optional<Document> have;
-    {
-      TxnUse use(txn->impl(), db->rep()->db->NowMs());
-      if (!use.status().ok()) return use.status();
-      StatusOr<std::optional<Document>> r =
-          db->rep()->db->FindById(Namespace{ns.db, ns.coll}, id.get(), use.scope(), source ? &writer : nullptr);
-      if (!r.ok()) {
-        use.AbortOnError(r.status());
-        return r.status();
-      }
-      have = std::move(*r);
-    }
+    DBImpl* impl = db->rep()->db.get();
+    ASSIGN_OR_RETURN(std::optional<Document> have, InTxn(txn, impl, [&](WriteScope* scope) {
+                       return impl->FindById(Namespace{ns.db, ns.coll}, id.get(), scope, source ? &writer : nullptr);
+                     }));
     if (source == nullptr) return have;
     bson_iter_t it;
     if (have) {
@@ -958,8 +923,7 @@ struct Sync::Impl {
     return sync_state::DeleteInflight(db->rep()->db.get(), ns.full);
   }
 
-  // After an upstream commit: the bases are what was pushed; with
-  // `push_seq`, the push checkpoint moves to it.
+  // After an upstream commit: the bases are what was pushed.
   Status RecordPushed(const Ns& ns, const std::vector<PushOp>& ops) {
     std::vector<sync_state::BaseWrite> writes;
     writes.reserve(ops.size());
@@ -1033,11 +997,9 @@ struct Sync::Impl {
     bson_append_array_end(&idf, &in);
     bson_append_document_end(f, &idf);
     Document filter = Document::Adopt(f);
-    bson_t opts = BSON_INITIALIZER;
     CollHandle coll;
     coll.c = Upstream(ns);
-    mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll.c, filter.bson(), &opts, nullptr);
-    bson_destroy(&opts);
+    mongoc_cursor_t* cur = mongoc_collection_find_with_opts(coll.c, filter.bson(), nullptr, nullptr);
     const bson_t* d;
     while (mongoc_cursor_next(cur, &d)) {
       bson_iter_t it;
@@ -1078,11 +1040,14 @@ struct Sync::Impl {
           all_done = false;  // waits for syncResolve
           continue;
         }
+        // The source of this side's last write: the journal's, or (a base a
+        // merge left pending) the record's writer.
+        auto src = sources.find(op.id.ToJson());
         Document writer;
         ASSIGN_OR_RETURN(std::optional<Document> have,
-                         db->rep()->db->FindById(Namespace{ns.db, ns.coll}, op.id.get(), nullptr, &writer));
+                         db->rep()->db->FindById(Namespace{ns.db, ns.coll}, op.id.get(), nullptr,
+                                                 src == sources.end() ? &writer : nullptr));
         if (have) op.doc = Strip(have->bson(), ns.version_field);
-        auto src = sources.find(op.id.ToJson());
         bson_iter_t wi;
         if (src != sources.end()) {
           op.source = src->second;
@@ -1129,7 +1094,7 @@ struct Sync::Impl {
             const int64_t up_version =
                 up_exists ? IntField(it->second.bson(), ns.version_field.c_str()).value_or(-1) : -1;
             if (base_has ? (!up_exists || up_version != op.base.up_version) : up_exists) {
-              if (up_exists && op.doc && EqualValues(Strip(it->second.bson(), ns.version_field), *op.doc)) {
+              if (up_exists && op.doc && CompareDocuments(Strip(it->second.bson(), ns.version_field).bson(), op.doc->bson()) == 0) {
                 // The upstream holds exactly this side's document already
                 // (a push whose version this side did not learn): only the
                 // base's version was behind.

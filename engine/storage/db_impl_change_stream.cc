@@ -23,8 +23,8 @@
 #include <deque>
 
 #include "engine/agg/pipeline.h"
-#include "engine/query/matcher.h"
 #include "engine/agg/stage.h"
+#include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/db_impl_internal.h"
 #include "engine/storage/doc_util.h"
@@ -130,9 +130,10 @@ void AppendTimes(uint64_t seq, int64_t at_ms, bson_t* out) {
   BSON_APPEND_DATE_TIME(out, "wallTime", at_ms);
 }
 
-void AppendNs(std::string_view ns, bool collection, bson_t* out) {
+// {db, coll} (coll only for a collection's ns) under `key`.
+void AppendNs(const char* key, std::string_view ns, bool collection, bson_t* out) {
   bson_t d;
-  BSON_APPEND_DOCUMENT_BEGIN(out, "ns", &d);
+  BSON_APPEND_DOCUMENT_BEGIN(out, key, &d);
   size_t dot = ns.find('.');
   std::string db(collection ? ns.substr(0, dot) : ns);
   BSON_APPEND_UTF8(&d, "db", db.c_str());
@@ -409,7 +410,7 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     }
     Document stages = Document::Adopt(rest);
     if (n == 0) return Status::OK();
-    RETURN_IF_ERROR(PushDownWriterMatch(stages.bson()));
+    PushDownWriterMatch(stages.bson());
     agg::PipelineOptions po;
     po.now_ms = db_->NowMs();
     po.db = req.ns.db;
@@ -426,25 +427,24 @@ class DBImpl::ChangeStreamSource : public CursorSource {
   // the journal event's writeContext before a change event is built: an
   // event it refuses costs no conversion.  The $match stage still runs;
   // this only saves work.  Events that end the stream are never skipped.
-  Status PushDownWriterMatch(const bson_t* stages) {
+  void PushDownWriterMatch(const bson_t* stages) {
     bson_iter_t it, st, m;
     if (!bson_iter_init_find(&it, stages, "0") || !BSON_ITER_HOLDS_DOCUMENT(&it) || !bson_iter_recurse(&it, &st) ||
         !bson_iter_next(&st) || std::string_view(bson_iter_key(&st)) != "$match" || !BSON_ITER_HOLDS_DOCUMENT(&st)) {
-      return Status::OK();
+      return;
     }
     bson_t filter;
     const bson_value_t* v = bson_iter_value(&st);
     if (!bson_init_static(&filter, v->value.v_doc.data, v->value.v_doc.data_len) || bson_empty(&filter)) {
-      return Status::OK();
+      return;
     }
-    if (!bson_iter_init(&m, &filter)) return Status::OK();
+    if (!bson_iter_init(&m, &filter)) return;
     while (bson_iter_next(&m)) {
       std::string_view key = bson_iter_key(&m);
-      if (key != "writeContext" && key.rfind("writeContext.", 0) != 0) return Status::OK();
+      if (key != "writeContext" && key.rfind("writeContext.", 0) != 0) return;
     }
     StatusOr<std::unique_ptr<query::Matcher>> matcher = query::Matcher::Parse(&filter);
     if (matcher.ok()) writer_match_ = std::move(*matcher);  // else the $match stage reports it
-    return Status::OK();
   }
 
   // Reads the journal after pos_, converts what is in scope, and passes it
@@ -521,15 +521,9 @@ class DBImpl::ChangeStreamSource : public CursorSource {
     BSON_APPEND_DOCUMENT(c, "_id", id.bson());
     BSON_APPEND_UTF8(c, "operationType", op.c_str());
     AppendTimes(seq, at, c);
-    AppendNs(ns, !db_event, c);
+    AppendNs("ns", ns, !db_event, c);
     if (op == "rename" && bson_iter_init_find(&it, ev.bson(), "to") && BSON_ITER_HOLDS_UTF8(&it)) {
-      std::string_view to = bson_iter_utf8(&it, nullptr);
-      bson_t d;
-      BSON_APPEND_DOCUMENT_BEGIN(c, "to", &d);
-      const size_t dot = to.find('.');
-      BSON_APPEND_UTF8(&d, "db", std::string(to.substr(0, dot)).c_str());
-      BSON_APPEND_UTF8(&d, "coll", std::string(to.substr(dot + 1)).c_str());
-      bson_append_document_end(c, &d);
+      AppendNs("to", bson_iter_utf8(&it, nullptr), true, c);
     }
     Status s = AppendWriteFields(op, ns, ev, c);
     if (!s.ok()) {

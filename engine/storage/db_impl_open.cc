@@ -444,9 +444,8 @@ Status DBImpl::RenameCollection(const Namespace& from, const Namespace& to, bool
       events.back().event = BuildDdlEvent("drop", to.full(), now);
     }
     events.emplace_back();
-    bson_t* ev = bson_copy(BuildDdlEvent("rename", from.full(), now).bson());
-    BSON_APPEND_UTF8(ev, "to", to.full().c_str());
-    events.back().event = Document::Adopt(ev);
+    const std::string to_full = to.full();
+    events.back().event = BuildDdlEvent("rename", from.full(), now, &to_full);
     RETURN_IF_ERROR(CommitWithEvents(txn, &events));
     coll->dropped = true;  // writers holding it retry, and find the new name
     if (replaced) {

@@ -25,6 +25,16 @@ Status BadSpace(std::string_view space) {
   return Status::OK();
 }
 
+// A stored record's bytes as BSON (records only ever come from
+// PutSideRecord's BSON, under RocksDB's block checksums: the framing is
+// checked, not every element again).
+Status ViewRecord(std::string_view space, const char* data, size_t size, bson_t* out) {
+  if (!bson_init_static(out, reinterpret_cast<const uint8_t*>(data), size)) {
+    return Status(ErrorCode::kDataCorruptionDetected, "a side record of " + std::string(space) + " is not BSON");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 // A write of its own is as durable as the store's writes (Options::sync).
@@ -75,12 +85,8 @@ StatusOr<std::optional<Document>> DBImpl::GetSideRecord(WriteScope* scope, std::
     found = rs.ok();
   }
   if (!found) return std::optional<Document>();
-  // Records only ever come from PutSideRecord's BSON, under RocksDB's block
-  // checksums: the framing is checked, not every element again.
   bson_t v;
-  if (!bson_init_static(&v, reinterpret_cast<const uint8_t*>(value.data()), value.size())) {
-    return Status(ErrorCode::kDataCorruptionDetected, "a side record of " + std::string(space) + " is not BSON");
-  }
+  RETURN_IF_ERROR(ViewRecord(space, value.data(), value.size(), &v));
   return std::optional<Document>(Document::Copy(&v));
 }
 
@@ -91,9 +97,7 @@ Status DBImpl::ScanSideRecords(std::string_view space, std::string_view prefix,
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), side_cf_));
   for (it->Seek(start); it->Valid() && it->key().starts_with(start); it->Next()) {
     bson_t v;
-    if (!bson_init_static(&v, reinterpret_cast<const uint8_t*>(it->value().data()), it->value().size())) {
-      return Status(ErrorCode::kDataCorruptionDetected, "a side record of " + std::string(space) + " is not BSON");
-    }
+    RETURN_IF_ERROR(ViewRecord(space, it->value().data(), it->value().size(), &v));
     std::string_view key(it->key().data() + space.size() + 1, it->key().size() - space.size() - 1);
     RETURN_IF_ERROR(fn(key, DocumentView(&v)));
   }

@@ -132,11 +132,12 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
   return Document::Adopt(b);
 }
 
-Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms) {
+Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms, const std::string* to) {
   bson_t* b = bson_new();
   BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
   BSON_APPEND_UTF8(b, "op", op);
   BSON_APPEND_UTF8(b, "ns", ns.c_str());
+  if (to != nullptr) BSON_APPEND_UTF8(b, "to", to->c_str());
   BSON_APPEND_DATE_TIME(b, "at", now_ms);
   return Document::Adopt(b);
 }

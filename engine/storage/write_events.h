@@ -48,9 +48,10 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
                          const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,
                          const bson_t* after = nullptr);
 
-// A catalog change's event: {seq: 0, op, ns, at}: "drop" (ns: "db.coll")
-// and "dropDatabase" (ns: the database's name).
-Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms);
+// A catalog change's event: {seq: 0, op, ns, at}: "drop" (ns: "db.coll"),
+// "dropDatabase" (ns: the database's name), "rename" (with `to`).
+// `to` (a rename's new "db.coll"): recorded when given.
+Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms, const std::string* to = nullptr);
 
 // The top-level field names of a new document, but the version field.
 std::vector<std::string> TopLevelPaths(const bson_t* doc, const std::string& version_field);

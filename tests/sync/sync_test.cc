@@ -20,6 +20,13 @@ namespace {
 
 using test::Json;
 
+Value IntId(int32_t i) {
+  bson_value_t v;
+  v.value_type = BSON_TYPE_INT32;
+  v.value.v_int32 = i;
+  return Value(v);
+}
+
 class SyncTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -446,10 +453,7 @@ TEST_F(SyncTest, ABaseVersionBehindADocumentTheHubAlreadyHasIsLearned) {
   ASSERT_OK(ca.InsertOne(Json(R"({"_id": 1, "count": 0})").view()));
   SyncOnce(a, "a");
   DBImpl* a_impl = a->rep()->db.get();
-  bson_value_t one;
-  one.value_type = BSON_TYPE_INT32;
-  one.value.v_int32 = 1;
-  const Value id1(one);
+  const Value id1 = IntId(1);
   auto before = sync_state::LoadBase(a_impl, nullptr, "shop.orders", id1);
   ASSERT_OK(before);
   ASSERT_EQ(before->up_version, 0);
@@ -486,10 +490,7 @@ TEST_F(SyncTest, ABatchWhoseOutcomeWasLostIsNotAppliedTwice) {
   ASSERT_OK(ca.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"count": 4}})").view()));
   // Keep what this side knew before pushing: the state a killed run leaves.
   DBImpl* a_impl = a->rep()->db.get();
-  bson_value_t one;
-  one.value_type = BSON_TYPE_INT32;
-  one.value.v_int32 = 1;
-  const Value id1(one);
+  const Value id1 = IntId(1);
   Collection ck = a->GetCollection("__gatedb_sync", "checkpoints");
   auto saved_base = sync_state::LoadBase(a_impl, nullptr, "shop.orders", id1);
   auto saved_ck = ck.Find(Json(R"({"_id": "shop.orders"})").view());

@@ -18,7 +18,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config libasio-dev libisal-dev
   librocksdb-dev libbson-dev libxxhash-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  python3-pymongo libmongoc-dev
+  python3-pymongo python3-pytest libmongoc-dev
 )
 
 install_missing() {

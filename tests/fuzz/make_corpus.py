@@ -145,6 +145,21 @@ INDEX_KEYS = {
 }
 
 
+C_API_JSON = {
+    "update_basis.json": '{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"n": 1}}, '
+                         '"basisVersion": 0}], "writeContext": {"agentId": "a", "taskId": "t", "writeSeq": 1}, '
+                         '"$db": "f"}',
+    "find.json": '{"find": "c", "filter": {"n": {"$gte": 1}}, "batchSize": 1, "$db": "f"}',
+}
+C_API_BSON = {
+    "insert.bson": {"insert": "c", "documents": [{"_id": 1, "n": 0, "s": "x"}], "$db": "f"},
+    "txn.bson": {"insert": "c", "documents": [{"_id": 2}], "lsid": {"id": 1}, "txnNumber": 1,
+                 "startTransaction": True, "autocommit": False, "$db": "f"},
+    "aggregate.bson": {"aggregate": "c", "pipeline": [{"$group": {"_id": None, "t": {"$sum": "$n"}}}],
+                       "cursor": {}, "$db": "f"},
+}
+
+
 def op_msg(body, flags=0, seq=None):
     payload = struct.pack("<I", flags) + b"\0" + doc(body)
     if seq:
@@ -186,6 +201,11 @@ def main():
         write("fuzz_index_keys", n, pair(a, b))
     for n, m in WIRE.items():
         write("fuzz_wire_message", n, m)
+    # fuzz_c_api: a first byte 0x00 (BSON) or 0x01 (Extended JSON).
+    for n, j in C_API_JSON.items():
+        write("fuzz_c_api", "json_" + n, b"\x01" + j.encode())
+    for n, d in C_API_BSON.items():
+        write("fuzz_c_api", n, b"\x00" + doc(d))
 
 
 if __name__ == "__main__":

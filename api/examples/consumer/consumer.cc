@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   auto db = gatedb::Database::Open(argv[1]);
   if (!db.ok()) return Fail("open", db.status());
   gatedb::Collection tasks = (*db)->GetCollection("app", "tasks");
-  auto ins = tasks.InsertOne(Json(R"({"_id": "t1", "done": 0})"));
+  auto ins = tasks.InsertOne(Json(R"({"_id": "t1", "done": 0})").view());
   if (!ins.ok()) return Fail("insert", ins.status());
 
   constexpr int kThreads = 4, kEach = 50;
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
       options.context.agent_id = "worker-" + std::to_string(t);
       for (int i = 0; i < kEach; ++i) {
         auto r = tasks.WriteWithVersionGate(
-            Json(R"({"_id": "t1"})"),
+            Json(R"({"_id": "t1"})").view(),
             [](const gatedb::Document&) -> gatedb::StatusOr<gatedb::Document> { return Json(R"({"$inc": {"done": 1}})"); },
             options);
         if (!r.ok()) {
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     if (!e.ok()) return Fail("gated write", e);
   }
 
-  auto doc = tasks.FindOne(Json(R"({"_id": "t1"})"));
+  auto doc = tasks.FindOne(Json(R"({"_id": "t1"})").view());
   if (!doc.ok() || !*doc) return Fail("find", doc.ok() ? gatedb::Status(gatedb::ErrorCode::kNoSuchKey, "t1 is gone") : doc.status());
   const std::string want = R"({ "_id" : "t1", "done" : 200, "version" : 200 })";
   const std::string got = (*doc)->ToJson();

@@ -5,6 +5,10 @@
 #   bash scripts/gatedb.sh test    install what is missing (and the test clients:
 #                                  scripts/install_clients.sh), build, run every test (ctest)
 #   bash scripts/gatedb.sh build   install what is missing, build
+#   bash scripts/gatedb.sh install [PREFIX]
+#                                  build, then cmake --install into PREFIX (default
+#                                  /usr/local): headers, libgatedb, the CMake and
+#                                  pkg-config files, the CLI, the Python package
 #
 # Installing needs root (apt-get); it is skipped when every package is there.
 # BUILD_DIR (default: build) and BUILD_TYPE (default: RelWithDebInfo) may be set.
@@ -56,8 +60,13 @@ case "${1:-}" in
     install_missing
     build
     ;;
+  install)
+    install_missing
+    build
+    cmake --install "$BUILD_DIR" --prefix "${2:-/usr/local}"
+    ;;
   *)
-    echo "usage: bash scripts/gatedb.sh demo|test|build" >&2
+    echo "usage: bash scripts/gatedb.sh demo|test|build|install [PREFIX]" >&2
     exit 2
     ;;
 esac

@@ -1,15 +1,25 @@
-"""BSON encoding and decoding in the standard library (struct), fast enough
-for the per-call budget (a find_one by _id converts in a few microseconds).
+"""The pure-Python BSON codec (standard library only).
 
-Python -> BSON: dict (any Mapping, key order kept), list/tuple, str, bool,
-int (int32 when it fits, else int64; ``Int64`` is always int64), float,
-None, datetime (naive ones are taken as UTC), bytes/Binary, uuid.UUID
-(binary subtype 4), re.Pattern/Regex, ObjectId, Decimal128 (also
-decimal.Decimal), Timestamp, MinKey, MaxKey, Code, DBPointer, DatetimeMS;
-and pymongo's ``bson`` classes of the same names when it is installed.
+This is on every call's path (a find_one by _id encodes a command and
+decodes a reply), so the common types are written and read inline in the
+document loops, with precompiled structs; the rest go through per-type
+functions chosen by exact type (encoding) or type byte (decoding).
 
-BSON -> Python: the same types back (``Types`` says whose classes), so a
-document read and written back is unchanged.
+Python -> BSON: any Mapping (key order kept), list/tuple, str, bool, int
+(int32 when it fits, else int64; Int64 always int64), float, None,
+datetime (naive ones are UTC), bytes/bytearray/memoryview (binary subtype
+0), Binary (its subtype), uuid.UUID (subtype 4), re.Pattern and Regex,
+ObjectId, Decimal128 and decimal.Decimal, Timestamp, MinKey, MaxKey, Code
+(with scope or not), DBPointer, DatetimeMS; pymongo's bson classes by their
+``_type_marker``, DBRef as its document.  Anything else, a non-str key, a
+key holding NUL, a string that is not valid UTF-8, an int beyond int64:
+InvalidDocument, before anything is sent.
+
+BSON -> Python: dict, list, str, int (int32), Int64 (int64), float, bool,
+None (null and undefined), datetime in UTC (DatetimeMS outside datetime's
+range), bytes (subtype 0) or Binary, ObjectId, Regex, Timestamp,
+Decimal128, MinKey, MaxKey, Code, DBPointer; a symbol as str.  Malformed
+bytes raise InvalidBSON, never anything else.
 """
 
 import collections.abc
@@ -19,411 +29,496 @@ import re
 import struct
 import uuid
 
-from . import types as T
+from ._decimal128 import decimal_to_bid
 from .errors import InvalidBSON, InvalidDocument
+from .types import (Binary, Code, DatetimeMS, DBPointer, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex,
+                    Timestamp, flags_to_letters)
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _UTC = datetime.timezone.utc
-_INT32 = struct.Struct("<i")
-_INT64 = struct.Struct("<q")
-_UINT64 = struct.Struct("<Q")
-_DOUBLE = struct.Struct("<d")
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+_EPOCH_NAIVE = datetime.datetime(1970, 1, 1)
+_timedelta = datetime.timedelta
+
+_pack_i32 = struct.Struct("<i").pack
+_pack_i64 = struct.Struct("<q").pack
+_pack_f64 = struct.Struct("<d").pack
+_pack_ts = struct.Struct("<II").pack
+_pack_len_sub = struct.Struct("<iB").pack
+_unpack_i32 = struct.Struct("<i").unpack_from
+_unpack_i64 = struct.Struct("<q").unpack_from
+_unpack_f64 = struct.Struct("<d").unpack_from
+_unpack_ts = struct.Struct("<II").unpack_from
+_unpack_len_sub = struct.Struct("<iB").unpack_from
+
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_RE_FLAGS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
-MAX_DEPTH = 200  # MongoDB's incoming nesting limit
 
 
-class Types:
-    """The classes the decoder builds: gatedb's own, or pymongo's."""
+# ------------------------------------------------------------------ encoding
 
-    def __init__(self, module):
-        self.module_name = module.__name__
-        self.ObjectId = module.ObjectId
-        self.Int64 = module.Int64
-        self.Decimal128 = module.Decimal128
-        self.Binary = module.Binary
-        self.Regex = module.Regex
-        self.Timestamp = module.Timestamp
-        self.MinKey = module.MinKey
-        self.MaxKey = module.MaxKey
-        self.Code = module.Code
-        self.DBPointer = getattr(module, "DBPointer", T.DBPointer)
-        self.DatetimeMS = getattr(module, "DatetimeMS", T.DatetimeMS)
-        self.from_bid = module.Decimal128.from_bid
+_KEYS = {}  # field name -> its cstring; bounded, field names repeat
+_INDEX = [b"%d\x00" % i for i in range(1000)]
 
 
-GATEDB_TYPES = Types(T)
-
-
-def pymongo_types():
-    """Types over pymongo's bson module, or None when it is not installed."""
+def encode(doc):
+    """One document (a Mapping) as BSON bytes."""
+    if type(doc) is not dict and not isinstance(doc, collections.abc.Mapping):
+        raise InvalidDocument("a BSON document is a Mapping, not %s" % type(doc).__name__)
     try:
-        import bson  # Debian's python3-bson
-        from bson import (ObjectId, Int64, Decimal128, Binary, Regex, Timestamp,  # noqa: F401
-                          MinKey, MaxKey, Code)
-    except ImportError:
-        return None
-
-    class _Module:
-        pass
-
-    m = _Module()
-    m.__name__ = "bson"
-    for name in ("ObjectId", "Int64", "Decimal128", "Binary", "Regex", "Timestamp", "MinKey", "MaxKey", "Code"):
-        setattr(m, name, getattr(bson, name))
-    dbp = getattr(bson, "DBPointer", None)
-    if dbp is not None:
-        m.DBPointer = dbp
-    return Types(m)
-
-
-# ----------------------------------------------------------------- encoding
-
-_KEY_CACHE = {}
-_INDEX_KEYS = [b"%d\x00" % i for i in range(1024)]
+        return _doc(doc)
+    except UnicodeEncodeError as e:
+        raise InvalidDocument("a string is not valid UTF-8: %s" % e) from None
+    except struct.error as e:
+        raise InvalidDocument("a value does not fit its BSON type (%s)" % e) from None
+    except RecursionError:
+        raise InvalidDocument("the document nests too deeply (or contains itself)") from None
 
 
 def _key(k):
-    """A field name as a BSON cstring; the common ones are cached."""
-    b = _KEY_CACHE.get(k) if type(k) is str else None
-    if b is not None:
-        return b
-    b = _key_bytes(k)
-    if len(_KEY_CACHE) < 4096:
-        _KEY_CACHE[k] = b
+    if not isinstance(k, str):
+        raise InvalidDocument("document keys must be str, not %s (%r)" % (type(k).__name__, k))
+    b = str(k).encode()
+    if b"\x00" in b:
+        raise InvalidDocument("document key %r holds a NUL byte" % k)
+    b += b"\x00"
+    if len(_KEYS) < 8192:
+        _KEYS[k] = b
     return b
 
 
-def _key_bytes(k):
-    if not isinstance(k, str):
-        raise InvalidDocument("document keys must be str, not %r" % (k,))
-    try:
-        b = k.encode()
-    except UnicodeEncodeError as e:
-        raise InvalidDocument("document key is not valid UTF-8: %s" % e) from None
-    if b"\x00" in b:
-        raise InvalidDocument("document key %r holds a NUL byte" % k)
-    return b + b"\x00"
+def _doc(doc):
+    if len(doc) > 32:
+        return _long_doc(doc)
+    body = b""  # small documents (the common case): concatenation beats a list and join
+    keys = _KEYS
+    for k, v in doc.items():
+        name = keys.get(k)
+        if name is None:
+            name = _key(k)
+        t = type(v)
+        if t is str:
+            b = v.encode()
+            body += b"\x02" + name + _pack_i32(len(b) + 1) + b + b"\x00"
+        elif t is int:
+            if _INT32_MIN <= v <= _INT32_MAX:
+                body += b"\x10" + name + _pack_i32(v)
+            else:
+                body += b"\x12" + name + _pack_i64(v)
+        elif t is dict:
+            body += b"\x03" + name + _doc(v)
+        elif t is float:
+            body += b"\x01" + name + _pack_f64(v)
+        else:
+            body += _element(name, v)
+    return _pack_i32(len(body) + 5) + body + b"\x00"
+
+
+def _long_doc(doc):
+    """A document of many fields: joined once, so its cost stays linear."""
+    parts = []
+    add = parts.append
+    keys = _KEYS
+    for k, v in doc.items():
+        name = keys.get(k)
+        add(_element(name if name is not None else _key(k), v))
+    body = b"".join(parts)
+    return _pack_i32(len(body) + 5) + body + b"\x00"
+
+
+def _array(seq):
+    parts = []
+    add = parts.append
+    for i, v in enumerate(seq):
+        add(_element(_INDEX[i] if i < 1000 else b"%d\x00" % i, v))
+    body = b"".join(parts)
+    return _pack_i32(len(body) + 5) + body + b"\x00"
+
+
+def _element(name, v):
+    """One element: a type byte, the name, the value."""
+    enc = _ENCODERS.get(type(v))
+    if enc is None:
+        enc = _encoder_for(v)
+    return enc(name, v)
 
 
 def _cstring(s, what):
+    if isinstance(s, bytes):
+        s = s.decode()
     b = s.encode()
     if b"\x00" in b:
         raise InvalidDocument("%s %r holds a NUL byte" % (what, s))
     return b + b"\x00"
 
 
-def _str(s):
+def _str_value(s):
+    b = s.encode()
+    return _pack_i32(len(b) + 1) + b + b"\x00"
+
+
+def _enc_str(name, v):
+    return b"\x02" + name + _str_value(str(v))
+
+
+def _enc_int(name, v):
+    v = int(v)
+    if _INT32_MIN <= v <= _INT32_MAX:
+        return b"\x10" + name + _pack_i32(v)
+    return b"\x12" + name + _pack_i64(v)
+
+
+def _enc_int64(name, v):
+    return b"\x12" + name + _pack_i64(int(v))
+
+
+def _enc_float(name, v):
+    return b"\x01" + name + _pack_f64(float(v))
+
+
+def _enc_bool(name, v):
+    return b"\x08" + name + (b"\x01" if v else b"\x00")
+
+
+def _enc_none(name, v):
+    return b"\x0a" + name
+
+
+def _enc_doc(name, v):
+    return b"\x03" + name + _doc(v)
+
+
+def _enc_array(name, v):
+    return b"\x04" + name + _array(v)
+
+
+def _enc_bytes(name, v):
+    data = bytes(v)
+    return b"\x05" + name + _pack_len_sub(len(data), 0) + data
+
+
+def _enc_binary(name, v):
+    data = bytes(v)
+    subtype = v.subtype
+    if subtype == 2:  # the old binary subtype repeats the length inside
+        data = _pack_i32(len(data)) + data
+    return b"\x05" + name + _pack_len_sub(len(data), subtype) + data
+
+
+def _enc_uuid(name, v):
+    return b"\x05" + name + _pack_len_sub(16, 4) + v.bytes
+
+
+def _enc_datetime(name, v):
+    delta = v - (_EPOCH_NAIVE if v.tzinfo is None or v.utcoffset() is None else _EPOCH)
+    ms = (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    return b"\x09" + name + _pack_i64(ms)
+
+
+def _enc_datetime_ms(name, v):
+    return b"\x09" + name + _pack_i64(v.ms)
+
+
+def _enc_int_date(name, v):
+    return b"\x09" + name + _pack_i64(int(v))
+
+
+def _enc_objectid(name, v):
+    b = v.binary
+    if len(b) != 12:
+        raise InvalidDocument("an ObjectId is 12 bytes, not %d" % len(b))
+    return b"\x07" + name + b
+
+
+def _enc_regex(name, v):
+    return (b"\x0b" + name + _cstring(v.pattern, "a regex pattern")
+            + _cstring(flags_to_letters(v.flags), "regex options"))
+
+
+def _enc_code(name, v):
+    code = _str_value(str(v))
+    if v.scope is None:
+        return b"\x0d" + name + code
+    body = code + _doc(v.scope)
+    return b"\x0f" + name + _pack_i32(len(body) + 4) + body
+
+
+def _enc_timestamp(name, v):
+    return b"\x11" + name + _pack_ts(v.inc, v.time)
+
+
+def _enc_decimal128(name, v):
+    return b"\x13" + name + v.bid
+
+
+def _enc_decimal(name, v):
     try:
-        b = s.encode()
-    except UnicodeEncodeError as e:
-        raise InvalidDocument("string is not valid UTF-8: %s" % e) from None
-    return _INT32.pack(len(b) + 1) + b + b"\x00"
+        return b"\x13" + name + decimal_to_bid(v)
+    except ValueError as e:
+        raise InvalidDocument(str(e)) from None
 
 
-def _datetime_ms(dt):
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=_UTC)
-    delta = dt - _EPOCH
-    return (delta.days * 86400 + delta.seconds) * 1000 + delta.microseconds // 1000
+def _enc_minkey(name, v):
+    return b"\xff" + name
 
 
-def _regex_flags(flags):
-    if isinstance(flags, int):
-        out = "".join(letter for bit, letter in _RE_FLAGS if flags & bit)
-        return out + ("u" if flags & re.UNICODE and not flags & re.ASCII else "")
-    return "".join(sorted(flags))
+def _enc_maxkey(name, v):
+    return b"\x7f" + name
 
 
-_pack_i32 = _INT32.pack
-_pack_i64 = _INT64.pack
-_pack_f64 = _DOUBLE.pack
+def _enc_dbpointer(name, v):
+    return b"\x0c" + name + _str_value(v.namespace) + _enc_objectid(b"", v.id)[1:]
 
 
-def encode_document(doc, depth=0):
-    """One document (a Mapping) as BSON bytes.  str, int, float and dict
-    values are written inline: this loop is most of a command's cost."""
-    if depth > MAX_DEPTH:
-        raise InvalidDocument("document nested deeper than %d levels" % MAX_DEPTH)
-    out = bytearray(b"\x00\x00\x00\x00")
-    cache = _KEY_CACHE
-    for k, v in doc.items():
-        name = cache.get(k) if type(k) is str else None
-        if name is None:
-            name = _key(k)
-        t = type(v)
-        if t is str:
-            try:
-                sb = v.encode()
-            except UnicodeEncodeError as e:
-                raise InvalidDocument("string is not valid UTF-8: %s" % e) from None
-            out += b"\x02" + name + _pack_i32(len(sb) + 1) + sb + b"\x00"
-        elif t is dict:
-            out += b"\x03" + name + encode_document(v, depth + 1)
-        elif t is int and _INT32_MIN <= v <= _INT32_MAX:
-            out += b"\x10" + name + _pack_i32(v)
-        elif t is float:
-            out += b"\x01" + name + _pack_f64(v)
-        else:
-            _element(out, name, v, depth)
-    out += b"\x00"
-    out[0:4] = _pack_i32(len(out))
-    return bytes(out)
+def _enc_dbref(name, v):
+    return b"\x03" + name + _doc(v.as_doc())
 
 
-def _array(seq, depth):
-    out = bytearray(b"\x00\x00\x00\x00")
-    if depth > MAX_DEPTH:
-        raise InvalidDocument("array nested deeper than %d levels" % MAX_DEPTH)
-    for i, v in enumerate(seq):
-        _element(out, _INDEX_KEYS[i] if i < 1024 else b"%d\x00" % i, v, depth)
-    out += b"\x00"
-    out[0:4] = _INT32.pack(len(out))
-    return out
+_ENCODERS = {
+    str: _enc_str, int: _enc_int, float: _enc_float, bool: _enc_bool, type(None): _enc_none, dict: _enc_doc,
+    list: _enc_array, tuple: _enc_array, bytes: _enc_bytes, bytearray: _enc_bytes, memoryview: _enc_bytes,
+    datetime.datetime: _enc_datetime, uuid.UUID: _enc_uuid, decimal.Decimal: _enc_decimal, re.Pattern: _enc_regex,
+    Int64: _enc_int64, ObjectId: _enc_objectid, Binary: _enc_binary, Regex: _enc_regex, Code: _enc_code,
+    Timestamp: _enc_timestamp, Decimal128: _enc_decimal128, MinKey: _enc_minkey, MaxKey: _enc_maxkey,
+    DBPointer: _enc_dbpointer, DatetimeMS: _enc_datetime_ms,
+}
+
+# pymongo's bson classes (and subclasses of ours) by their _type_marker
+# (9 is pymongo 4's DatetimeMS, an int of milliseconds).
+_MARKERS = {
+    5: _enc_binary, 7: _enc_objectid, 9: _enc_int_date, 11: _enc_regex, 13: _enc_code, 17: _enc_timestamp,
+    18: _enc_int64, 19: _enc_decimal128, 100: _enc_dbref, 127: _enc_maxkey, 255: _enc_minkey,
+}
+
+# Subclasses of the built-in types, in the order they must be tested.
+_BASES = (
+    (bool, _enc_bool), (int, _enc_int), (float, _enc_float), (str, _enc_str),
+    (collections.abc.Mapping, _enc_doc), (list, _enc_array), (tuple, _enc_array),
+    ((bytes, bytearray, memoryview), _enc_bytes), (datetime.datetime, _enc_datetime), (uuid.UUID, _enc_uuid),
+    (decimal.Decimal, _enc_decimal),
+)
 
 
-def _element(out, name, v, depth):
+def _encoder_for(v):
+    """The encoder of a type not in _ENCODERS, remembered for next time."""
     t = type(v)
-    if t is str:
-        out += b"\x02" + name + _str(v)
-    elif t is int:
-        if _INT32_MIN <= v <= _INT32_MAX:
-            out += b"\x10" + name + _INT32.pack(v)
-        elif _INT64_MIN <= v <= _INT64_MAX:
-            out += b"\x12" + name + _INT64.pack(v)
-        else:
-            raise InvalidDocument("%d does not fit in BSON's 64-bit integer" % v)
-    elif t is dict:
-        out += b"\x03" + name + encode_document(v, depth + 1)
-    elif t is float:
-        out += b"\x01" + name + _DOUBLE.pack(v)
-    elif t is bool:
-        out += b"\x08" + name + (b"\x01" if v else b"\x00")
-    elif v is None:
-        out += b"\x0a" + name
-    elif t is list or t is tuple:
-        out += b"\x04" + name + _array(v, depth + 1)
-    else:
-        _other(out, name, v, depth)
+    marker = getattr(t, "_type_marker", None)
+    enc = _MARKERS.get(marker) if isinstance(marker, int) else None
+    if enc is None:
+        for base, base_enc in _BASES:
+            if isinstance(v, base):
+                enc = base_enc
+                break
+    if enc is None:
+        raise InvalidDocument("cannot encode a %s as BSON: %r" % (t.__name__, v))
+    if len(_ENCODERS) < 256:
+        _ENCODERS[t] = enc
+    return enc
 
 
-def _other(out, name, v, depth):
-    """The less common types, by class (ours, pymongo's, or the stdlib's)."""
-    if isinstance(v, bool):
-        out += b"\x08" + name + (b"\x01" if v else b"\x00")
-    elif isinstance(v, (T.Int64,)) or type(v).__name__ == "Int64" and isinstance(v, int):
-        if not _INT64_MIN <= v <= _INT64_MAX:
-            raise InvalidDocument("%d does not fit in BSON's 64-bit integer" % v)
-        out += b"\x12" + name + _INT64.pack(int(v))
-    elif isinstance(v, (T.Code,)) or (type(v).__name__ == "Code" and isinstance(v, str)):
-        scope = getattr(v, "scope", None)
-        if scope is None:
-            out += b"\x0d" + name + _str(str(v))
-        else:
-            body = _str(str(v)) + encode_document(scope, depth + 1)
-            out += b"\x0f" + name + _INT32.pack(len(body) + 4) + body
-    elif isinstance(v, str):
-        out += b"\x02" + name + _str(str(v))
-    elif isinstance(v, int):
-        _element(out, name, int(v), depth)
-    elif isinstance(v, float):
-        out += b"\x01" + name + _DOUBLE.pack(float(v))
-    elif isinstance(v, datetime.datetime):
-        out += b"\x09" + name + _INT64.pack(_datetime_ms(v))
-    elif isinstance(v, T.DatetimeMS) or type(v).__name__ == "DatetimeMS":
-        out += b"\x09" + name + _INT64.pack(int(v.ms) if hasattr(v, "ms") else int(v))
-    elif isinstance(v, (bytes, bytearray, memoryview)):
-        data = bytes(v)
-        subtype = getattr(v, "subtype", 0)
-        if subtype == 2:  # the old binary subtype wraps its bytes in a length
-            data = _INT32.pack(len(data)) + data
-        out += b"\x05" + name + _INT32.pack(len(data)) + bytes([subtype]) + data
-    elif isinstance(v, uuid.UUID):
-        out += b"\x05" + name + _INT32.pack(16) + b"\x04" + v.bytes
-    elif hasattr(v, "binary") and isinstance(getattr(v, "binary"), bytes) and len(v.binary) == 12:  # ObjectId
-        out += b"\x07" + name + v.binary
-    elif isinstance(v, (T.Decimal128,)) or hasattr(v, "bid"):
-        out += b"\x13" + name + v.bid
-    elif isinstance(v, decimal.Decimal):
-        out += b"\x13" + name + T.Decimal128(v).bid
-    elif isinstance(v, re.Pattern):
-        pattern = v.pattern if isinstance(v.pattern, str) else v.pattern.decode()
-        out += b"\x0b" + name + _cstring(pattern, "regex") + _cstring(_regex_flags(v.flags), "regex options")
-    elif isinstance(v, T.Regex) or (hasattr(v, "pattern") and hasattr(v, "flags")):
-        pattern = v.pattern if isinstance(v.pattern, str) else v.pattern.decode()
-        out += b"\x0b" + name + _cstring(pattern, "regex") + _cstring(_regex_flags(v.flags), "regex options")
-    elif isinstance(v, T.Timestamp) or (hasattr(v, "time") and hasattr(v, "inc") and not callable(v.time)):
-        out += b"\x11" + name + _UINT64.pack((v.time << 32) | v.inc)
-    elif isinstance(v, T.MinKey) or type(v).__name__ == "MinKey":
-        out += b"\xff" + name
-    elif isinstance(v, T.MaxKey) or type(v).__name__ == "MaxKey":
-        out += b"\x7f" + name
-    elif isinstance(v, T.DBPointer):
-        out += b"\x0c" + name + _str(v.namespace) + v.id.binary
-    elif isinstance(v, collections.abc.Mapping):
-        out += b"\x03" + name + encode_document(v, depth + 1)
-    elif isinstance(v, (list, tuple)):
-        out += b"\x04" + name + _array(v, depth + 1)
-    else:
-        raise InvalidDocument("cannot encode a %s as BSON: %r" % (type(v).__name__, v))
+# ------------------------------------------------------------------ decoding
 
-
-# ----------------------------------------------------------------- decoding
-
-def decode_document(data, types=GATEDB_TYPES):
-    """BSON bytes (one document) as a dict."""
-    data = bytes(data)
-    if len(data) < 5:
-        raise InvalidBSON("a BSON document is at least 5 bytes, not %d" % len(data))
-    (n,) = _INT32.unpack_from(data, 0)
-    if n != len(data):
-        raise InvalidBSON("the document declares %d bytes but %d were given" % (n, len(data)))
-    try:
-        doc, end = _read_document(data, 0, types, 0, True)
-    except (struct.error, IndexError, UnicodeDecodeError, ValueError) as e:
-        raise InvalidBSON("malformed BSON: %s" % e) from None
+def decode(data):
+    """BSON bytes (exactly one document) as a dict."""
+    if type(data) is not bytes:
+        data = bytes(data)
+    n = len(data)
+    if n < 5:
+        raise InvalidBSON("a BSON document is at least 5 bytes, not %d" % n)
+    doc, end = decode_at(data, 0)
+    if end != n:
+        raise InvalidBSON("the document declares %d bytes but %d were given" % (end, n))
     return doc
 
 
-def _cstr_at(data, pos):
-    return data.index(b"\x00", pos)
+def decode_at(data, pos):
+    """The document that starts at data[pos] (bytes), and where it ends."""
+    try:
+        return _doc_at(data, pos)
+    except InvalidBSON:
+        raise
+    except (struct.error, IndexError, ValueError, OverflowError, TypeError) as e:
+        raise InvalidBSON("malformed BSON: %s" % e) from None
+    except RecursionError:
+        raise InvalidBSON("the document nests too deeply") from None
 
 
-_unpack_i32 = _INT32.unpack_from
-_unpack_i64 = _INT64.unpack_from
-_unpack_f64 = _DOUBLE.unpack_from
+# A find reply as libbson lays it out: {cursor: {firstBatch: [doc, ...], id, ns}, ok}.
+CURSOR_KEY = b"\x03cursor\x00"  # at offset 4, the cursor document at 12
+FIRST_BATCH_KEY = b"\x04firstBatch\x00"  # at offset 16, the array at 28, its first element at 32
+FIRST_ELEMENT = b"\x030\x00"  # the element "0", its document at 35
 
 
-def _read_document(data, pos, types, depth, as_dict):
-    """The document (or array) at pos; the common types are read inline,
-    since this loop is most of a reply's cost."""
-    if depth > MAX_DEPTH:
-        raise InvalidBSON("nested deeper than %d levels" % MAX_DEPTH)
+def first_batch_document(reply):
+    """cursor.firstBatch[0] of a find reply, or None: only that document is
+    decoded when the reply has libbson's layout, the whole reply otherwise."""
+    if reply.startswith(CURSOR_KEY, 4) and reply.startswith(FIRST_BATCH_KEY, 16):
+        if reply[32] == 0:
+            return None
+        if reply.startswith(FIRST_ELEMENT, 32):
+            return decode_at(reply, 35)[0]
+    batch = decode(reply)["cursor"]["firstBatch"]
+    return batch[0] if batch else None
+
+
+def _doc_at(data, pos):
     (n,) = _unpack_i32(data, pos)
     end = pos + n
-    if n < 5 or end > len(data) or data[end - 1] != 0:
-        raise InvalidBSON("a document's length %d does not fit" % n)
-    out = {} if as_dict else []
-    i = pos + 4
     last = end - 1
+    if n < 5 or end > len(data) or data[last] != 0:
+        raise InvalidBSON("a document's length %d does not fit" % n)
+    out = {}
+    i = pos + 4
     index = data.index
     while i < last:
         t = data[i]
-        ks = i + 1
-        k_end = index(b"\x00", ks, last)
+        k_end = index(0, i + 1, last)
+        key = data[i + 1:k_end].decode()
         p = k_end + 1
         if t == 0x02:
             (sn,) = _unpack_i32(data, p)
-            e = p + 4 + sn
-            if sn < 1 or e > last or data[e - 1] != 0:
+            i = p + 4 + sn
+            if sn < 1 or i > last or data[i - 1] != 0:
                 raise InvalidBSON("a string's length %d does not fit" % sn)
-            value = data[p + 4:e - 1].decode()
-            i = e
+            out[key] = data[p + 4:i - 1].decode()
         elif t == 0x10:
-            value = _unpack_i32(data, p)[0]
+            out[key] = _unpack_i32(data, p)[0]
             i = p + 4
         elif t == 0x12:
-            value = types.Int64(_unpack_i64(data, p)[0])
+            out[key] = Int64(_unpack_i64(data, p)[0])
             i = p + 8
         elif t == 0x01:
-            value = _unpack_f64(data, p)[0]
+            out[key] = _unpack_f64(data, p)[0]
             i = p + 8
         elif t == 0x03:
-            value, i = _read_document(data, p, types, depth + 1, True)
+            out[key], i = _doc_at(data, p)
         elif t == 0x04:
-            value, i = _read_document(data, p, types, depth + 1, False)
+            out[key], i = _array_at(data, p)
         else:
-            value, i = _read_value(data, p, t, types, depth, last)
-        if i > last:
-            raise InvalidBSON("an element runs past its document")
-        if as_dict:
-            out[data[ks:k_end].decode()] = value
-        else:
-            out.append(value)
+            out[key], i = _value_at(data, t, p, last)
     if i != last:
-        raise InvalidBSON("an element runs past its document")
+        raise InvalidBSON("an element runs past the end of its document")
     return out, end
 
 
-def _string_at(view, pos, limit):
-    (n,) = _INT32.unpack_from(view, pos)
-    start = pos + 4
-    if n < 1 or start + n > limit + 1 or view[start + n - 1] != 0:
+def _array_at(data, pos):
+    (n,) = _unpack_i32(data, pos)
+    end = pos + n
+    last = end - 1
+    if n < 5 or end > len(data) or data[last] != 0:
+        raise InvalidBSON("an array's length %d does not fit" % n)
+    out = []
+    add = out.append
+    i = pos + 4
+    index = data.index
+    while i < last:
+        t = data[i]
+        p = index(0, i + 1, last) + 1
+        if t == 0x02:
+            (sn,) = _unpack_i32(data, p)
+            i = p + 4 + sn
+            if sn < 1 or i > last or data[i - 1] != 0:
+                raise InvalidBSON("a string's length %d does not fit" % sn)
+            add(data[p + 4:i - 1].decode())
+        elif t == 0x03:
+            v, i = _doc_at(data, p)
+            add(v)
+        elif t == 0x10:
+            add(_unpack_i32(data, p)[0])
+            i = p + 4
+        else:
+            v, i = _value_at(data, t, p, last)
+            add(v)
+    if i != last:
+        raise InvalidBSON("an element runs past the end of its array")
+    return out, end
+
+
+def _string_at(data, p, last):
+    (n,) = _unpack_i32(data, p)
+    e = p + 4 + n
+    if n < 1 or e > last or data[e - 1] != 0:
         raise InvalidBSON("a string's length %d does not fit" % n)
-    return view[start:start + n - 1].decode(), start + n
+    return data[p + 4:e - 1].decode(), e
 
 
-def _read_value(view, p, t, types, depth, limit):
+def _cstring_at(data, p, last):
+    e = data.index(0, p, last)
+    return data[p:e].decode(), e + 1
+
+
+def _value_at(data, t, p, last):
+    """The value of type byte t at data[p]: (value, end)."""
     if t == 0x02:
-        return _string_at(view, p, limit)
+        return _string_at(data, p, last)
     if t == 0x10:
-        return _INT32.unpack_from(view, p)[0], p + 4
+        return _unpack_i32(data, p)[0], p + 4
     if t == 0x12:
-        return types.Int64(_INT64.unpack_from(view, p)[0]), p + 8
+        return Int64(_unpack_i64(data, p)[0]), p + 8
     if t == 0x01:
-        return _DOUBLE.unpack_from(view, p)[0], p + 8
+        return _unpack_f64(data, p)[0], p + 8
     if t == 0x03:
-        return _read_document(view, p, types, depth + 1, True)
+        return _doc_at(data, p)
     if t == 0x04:
-        return _read_document(view, p, types, depth + 1, False)
+        return _array_at(data, p)
     if t == 0x08:
-        b = view[p]
+        b = data[p]
         if b > 1:
             raise InvalidBSON("a boolean is 0 or 1, not %d" % b)
         return b == 1, p + 1
-    if t == 0x0A or t == 0x06:
+    if t == 0x0A or t == 0x06:  # null; undefined (deprecated) reads as None
         return None, p
     if t == 0x07:
-        return types.ObjectId(bytes(view[p:p + 12])), p + 12
+        if p + 12 > last:
+            raise InvalidBSON("an ObjectId runs past its document")
+        return ObjectId._from_bytes(data[p:p + 12]), p + 12
     if t == 0x09:
-        ms = _INT64.unpack_from(view, p)[0]
+        ms = _unpack_i64(data, p)[0]
         try:
-            return _EPOCH + datetime.timedelta(milliseconds=ms), p + 8
+            return _EPOCH + _timedelta(milliseconds=ms), p + 8
         except OverflowError:
-            return types.DatetimeMS(ms), p + 8
+            return DatetimeMS(ms), p + 8
     if t == 0x05:
-        (n,) = _INT32.unpack_from(view, p)
-        sub = view[p + 4]
+        n, sub = _unpack_len_sub(data, p)
         start = p + 5
-        if n < 0 or start + n > limit:
+        end = start + n
+        if n < 0 or end > last:
             raise InvalidBSON("a binary's length %d does not fit" % n)
-        data = bytes(view[start:start + n])
-        if sub == 2 and n >= 4:
-            data = data[4:]
         if sub == 0:
-            return data, start + n
-        if sub == 4 and n == 16:
-            return uuid.UUID(bytes=data), start + n
-        return types.Binary(data, sub), start + n
+            return data[start:end], end
+        if sub == 2:
+            if n < 4 or _unpack_i32(data, start)[0] != n - 4:
+                raise InvalidBSON("an old binary (subtype 2) whose lengths disagree")
+            start += 4
+        return Binary(data[start:end], sub), end
     if t == 0x13:
-        return types.from_bid(bytes(view[p:p + 16])), p + 16
+        if p + 16 > last:
+            raise InvalidBSON("a Decimal128 runs past its document")
+        return Decimal128.from_bid(data[p:p + 16]), p + 16
     if t == 0x0B:
-        e1 = _cstr_at(view, p)
-        e2 = _cstr_at(view, e1 + 1)
-        if e2 >= limit:
-            raise InvalidBSON("a regex runs past its document")
-        return types.Regex(view[p:e1].decode(), view[e1 + 1:e2].decode()), e2 + 1
+        pattern, e = _cstring_at(data, p, last)
+        flags, e = _cstring_at(data, e, last)
+        return Regex(pattern, flags), e
     if t == 0x11:
-        v = _UINT64.unpack_from(view, p)[0]
-        return types.Timestamp(v >> 32, v & 0xFFFFFFFF), p + 8
+        inc, time = _unpack_ts(data, p)
+        return Timestamp(time, inc), p + 8
     if t == 0x0D:
-        s, e = _string_at(view, p, limit)
-        return types.Code(s), e
-    if t == 0x0E:
-        return _string_at(view, p, limit)
+        s, e = _string_at(data, p, last)
+        return Code(s), e
+    if t == 0x0E:  # symbol (deprecated): its string
+        return _string_at(data, p, last)
     if t == 0x0F:
-        (total,) = _INT32.unpack_from(view, p)
-        s, e = _string_at(view, p + 4, limit)
-        scope, e = _read_document(view, e, types, depth + 1, True)
-        if e != p + total:
-            raise InvalidBSON("a code-with-scope's length does not fit")
-        return types.Code(s, scope), e
+        (total,) = _unpack_i32(data, p)
+        s, e = _string_at(data, p + 4, last)
+        scope, e = _doc_at(data, e)
+        if e != p + total or e > last:
+            raise InvalidBSON("a code with scope whose length does not fit")
+        return Code(s, scope), e
     if t == 0x0C:
-        ns, e = _string_at(view, p, limit)
-        return types.DBPointer(ns, types.ObjectId(bytes(view[e:e + 12]))), e + 12
+        ns, e = _string_at(data, p, last)
+        if e + 12 > last:
+            raise InvalidBSON("a DBPointer runs past its document")
+        return DBPointer(ns, ObjectId._from_bytes(data[e:e + 12])), e + 12
     if t == 0xFF:
-        return types.MinKey(), p
+        return MinKey(), p
     if t == 0x7F:
-        return types.MaxKey(), p
+        return MaxKey(), p
     raise InvalidBSON("unknown BSON type 0x%02x" % t)

@@ -393,6 +393,11 @@ TEST_F(CApiTest, ExtendedJsonInAndOut) {
   EXPECT_EQ(RunJson(R"({"find": "c", "filter": {)", &out), 9);
   EXPECT_NE(out.find("FailedToParse"), std::string::npos) << out;
   EXPECT_EQ(RunJson("[1, 2]", &out), 9);
+  // A parse error quoting bytes that are not UTF-8 still has a JSON reply
+  // (found by fuzz_c_api: the reply was "{}").
+  EXPECT_EQ(RunJson("{\"update\": \"c\", \"u\": {\"$inc\"\xfa: 1}}", &out), 9);
+  EXPECT_NE(out.find("FailedToParse"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"ok\""), std::string::npos) << out;
   std::string deep;
   for (int i = 0; i < 400; ++i) deep += R"({"a": )";
   deep += "1";

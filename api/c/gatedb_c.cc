@@ -113,13 +113,16 @@ gatedb::Document ErrorReply(ErrorCode code, std::string_view raw_message) {
   return reply;
 }
 
+// The BSONObjectTooLarge reply for a command of `len` bytes.
+gatedb::Document TooLargeReply(size_t len) {
+  return ErrorReply(ErrorCode::kBSONObjectTooLarge,
+                    "the command is " + std::to_string(len) + " bytes, over the limit of " +
+                        std::to_string(kMaxCommandSize));
+}
+
 // Runs `command` (already checked) and returns the reply.
 gatedb::Document Run(gatedb_t* db, const bson_t* command) {
-  if (command->len > kMaxCommandSize) {
-    return ErrorReply(ErrorCode::kBSONObjectTooLarge, "the command is " + std::to_string(command->len) +
-                                                          " bytes, over the limit of " +
-                                                          std::to_string(kMaxCommandSize));
-  }
+  if (command->len > kMaxCommandSize) return TooLargeReply(command->len);
   return db->db->RunCommand(gatedb::DocumentView(command));
 }
 
@@ -202,9 +205,7 @@ int32_t gatedb_command(gatedb_t* db, const uint8_t* command, size_t command_len,
     if (command == nullptr) {
       out = ErrorReply(ErrorCode::kInvalidBSON, "gatedb_command: command is NULL");
     } else if (command_len > kMaxCommandSize) {
-      out = ErrorReply(ErrorCode::kBSONObjectTooLarge, "the command is " + std::to_string(command_len) +
-                                                           " bytes, over the limit of " +
-                                                           std::to_string(kMaxCommandSize));
+      out = TooLargeReply(command_len);  // refused before a byte is read
     } else if (gatedb::Status s = gatedb::ValidateIncoming(command, command_len); !s.ok()) {
       out = ErrorReply(s.code(), s.reason());
     } else {

@@ -2,6 +2,7 @@
 idempotency it keys), the MongoDB version idiom, and with_version_gate."""
 
 import datetime
+import struct
 
 import pytest
 
@@ -21,6 +22,34 @@ def test_basis_version_gates_each_write(db):
     with pytest.raises(gatedb.InvalidDocument):
         coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, basis_version=2 ** 63)
     assert coll.delete_one({"_id": 1}, basis_version=db.client.types.Int64(2)).deleted_count == 1
+
+
+def test_the_gated_update_fast_path_sends_the_general_paths_bytes(db):
+    coll = db["fast"]
+    coll.insert_one({"_id": 1, "n": 0})
+    handle, sent = coll._handle, []
+    real = handle.command
+
+    def record(data):
+        sent.append(data)
+        return real(data)
+
+    handle.command = record
+    try:
+        fast = coll.update_one({"_id": 1}, {"$inc": {"n": 1}, "$set": {"s": "x"}}, basis_version=0)
+        general = coll._update({"_id": 1}, {"$inc": {"n": 1}, "$set": {"s": "x"}}, False, False, 1, None, None, {})
+    finally:
+        del handle.command
+    assert fast.modified_count == 1 and general.modified_count == 1
+    assert len(sent) == 2 and sent[0] == sent[1].replace(struct.pack("<q", 1), struct.pack("<q", 0))
+    assert db.client.codec.decode(sent[0])["updates"][0]["basisVersion"] == 0
+    with pytest.raises(gatedb.InvalidDocument):  # the codec's refusals, unchanged
+        coll.update_one({"_id": 1}, {"$set": {"f": object()}}, basis_version=2)
+    with pytest.raises(ValueError):  # a replacement given to update_one, as pymongo refuses it
+        coll.update_one({"_id": 1}, {"n": 5}, basis_version=2)
+    with pytest.raises(gatedb.VersionConflictError):
+        coll.update_one({"_id": 1}, {"$inc": {"n": 1}}, basis_version=0)
+    assert coll.find_one(1)["n"] == 2
 
 
 def test_the_mongodb_idiom_reports_version_conflicts(db):

@@ -71,6 +71,21 @@ const CommandEntry kCommands[] = {
     {"endSessions", commands::EndSessionsCommand},
     {"killSessions", commands::KillSessionsCommand},
     {"killAllSessions", commands::KillAllSessionsCommand},
+    {"createUser", commands::CreateUserCommand},
+    {"updateUser", commands::UpdateUserCommand},
+    {"dropUser", commands::DropUserCommand},
+    {"usersInfo", commands::UsersInfoCommand},
+    {"grantRolesToUser", commands::GrantRolesToUserCommand},
+    {"revokeRolesFromUser", commands::RevokeRolesFromUserCommand},
+    {"createRole", commands::CreateRoleCommand},
+    {"updateRole", commands::UpdateRoleCommand},
+    {"dropRole", commands::DropRoleCommand},
+    {"rolesInfo", commands::RolesInfoCommand},
+    {"grantPrivilegesToRole", commands::GrantPrivilegesToRoleCommand},
+    {"revokePrivilegesFromRole", commands::RevokePrivilegesFromRoleCommand},
+    {"saslStart", commands::SaslStartCommand},
+    {"saslContinue", commands::SaslContinueCommand},
+    {"logout", commands::LogoutCommand},
     {"commitTransaction", commands::PingCommand},  // handled before dispatch
     {"abortTransaction", commands::PingCommand},   // handled before dispatch
 };
@@ -188,7 +203,10 @@ bool CommandDispatcher::IsRetryableWrite(const bson_t* cmd) {
          !session.autocommit.has_value() && !session.start;
 }
 
-Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client) {
+Document CommandDispatcher::ErrorReplyFor(const Status& s) { return ErrorReply(s); }
+
+Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client,
+                                std::shared_ptr<const auth::Principal> principal) {
   try {
     bson_iter_t it;
     if (cmd == nullptr || !bson_iter_init(&it, cmd) || !bson_iter_next(&it)) {
@@ -215,6 +233,20 @@ Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client) {
     }
     if (fn == nullptr) {
       return ErrorReply(Status(ErrorCode::kCommandNotFound, "no such command: '" + ctx.command_name + "'"));
+    }
+    // Who runs it: on a connection that authenticates, its user (or nobody
+    // yet); else the caller's principal (null: the owner).
+    if (client != nullptr && client->auth != nullptr && (client->auth->enforce || db_->HasUsers())) {
+      principal = auth::Principal::Unauthenticated();
+      if (!client->auth->user.empty()) {
+        auto p = db_->ResolvePrincipal(client->auth->user, client->auth->user_db);
+        if (p.ok()) principal = *p;  // a user dropped since it authenticated is nobody
+      }
+    }
+    ctx.principal = std::move(principal);
+    if (ctx.principal) {
+      Status allowed = commands::AuthorizeCommand(ctx);
+      if (!allowed.ok()) return ErrorReply(allowed);
     }
     SessionFields session;
     Status ss = ReadSessionFields(cmd, &session);

@@ -12,6 +12,7 @@
 
 #include <bson/bson.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct FindAndModifyRequest;
 struct AggregateRequest;
 class TxnManager;
 struct WriteScope;
+namespace auth {
+class Principal;
+class ScramServer;
+}  // namespace auth
 
 // What the wire server knows of itself, for the commands that describe the
 // server (serverStatus, getCmdLineOpts, getLog).  Implemented by
@@ -58,6 +63,29 @@ struct ClientInfo {
   // A change stream's getMore answers at once instead of waiting (the wire
   // server waits for the journal itself, without holding a worker).
   bool defer_waits = false;
+  // Authentication on this connection (saslStart, saslContinue, logout):
+  // the server owns it, the SASL commands change it.  Null: the server
+  // does not authenticate (every caller is the owner).
+  struct Auth* auth = nullptr;
+};
+
+// A connection's authentication state (ClientInfo::auth).  Commands run on
+// one connection one at a time, so the SASL commands change it unlocked.
+struct Auth {
+  // The server was started with --auth: callers must authenticate even
+  // before any user exists.  With users, they must anyway.
+  bool enforce = false;
+  // The peer is on loopback (MongoDB's localhost exception: with --auth and
+  // no user yet, a loopback client may create the first user).
+  bool loopback = false;
+  // Who authenticated (user, database); empty before.
+  std::string user;
+  std::string user_db;
+  // The SASL conversation in progress, by conversationId.
+  int32_t conversation_id = 0;
+  std::shared_ptr<auth::ScramServer> conversation;
+  std::string conversation_db;
+  bool skip_empty_exchange = false;
 };
 
 namespace commands {
@@ -75,6 +103,10 @@ struct CommandContext {
   const bson_t* cmd = nullptr;
   TxnManager* txns = nullptr;
   const ClientInfo* client = nullptr;  // null in process
+  // Who calls (engine/auth/principal.h): null for the owner, who may do
+  // anything; the dispatcher checks each command against it, and the write
+  // gate each write.
+  std::shared_ptr<const auth::Principal> principal;
   // A retryable write (lsid and txnNumber outside a transaction): the
   // idempotency key it runs under when its writeContext names none, so a
   // driver's retry returns the first reply and never applies twice.
@@ -155,6 +187,31 @@ Status AcquireLeaseCommand(CommandContext& ctx, bson_t* reply);
 Status RenewLeaseCommand(CommandContext& ctx, bson_t* reply);
 Status ReleaseLeaseCommand(CommandContext& ctx, bson_t* reply);
 
+// Users, roles and authentication (auth_commands.cc).
+Status CreateUserCommand(CommandContext& ctx, bson_t* reply);
+Status UpdateUserCommand(CommandContext& ctx, bson_t* reply);
+Status DropUserCommand(CommandContext& ctx, bson_t* reply);
+Status UsersInfoCommand(CommandContext& ctx, bson_t* reply);
+Status GrantRolesToUserCommand(CommandContext& ctx, bson_t* reply);
+Status RevokeRolesFromUserCommand(CommandContext& ctx, bson_t* reply);
+Status CreateRoleCommand(CommandContext& ctx, bson_t* reply);
+Status UpdateRoleCommand(CommandContext& ctx, bson_t* reply);
+Status DropRoleCommand(CommandContext& ctx, bson_t* reply);
+Status RolesInfoCommand(CommandContext& ctx, bson_t* reply);
+Status GrantPrivilegesToRoleCommand(CommandContext& ctx, bson_t* reply);
+Status RevokePrivilegesFromRoleCommand(CommandContext& ctx, bson_t* reply);
+Status SaslStartCommand(CommandContext& ctx, bson_t* reply);
+Status SaslContinueCommand(CommandContext& ctx, bson_t* reply);
+Status LogoutCommand(CommandContext& ctx, bson_t* reply);
+// saslStart's work for the fields of `cmd` (saslStart itself, or hello's
+// speculativeAuthenticate) against users of `db`.
+Status SaslStartFields(CommandContext& ctx, const bson_t* cmd, const std::string& db, bson_t* reply);
+
+// Whether ctx.principal may run the command (command_auth.cc): every
+// command but the writes, which the write gate checks itself.
+// Errors: Unauthorized.
+Status AuthorizeCommand(const CommandContext& ctx);
+
 }  // namespace commands
 
 class CommandDispatcher {
@@ -164,8 +221,14 @@ class CommandDispatcher {
   // Runs `cmd` and returns its reply; never fails and never throws: every
   // error, including an unknown command (CommandNotFound) and an internal
   // fault (InternalError), is an {ok: 0} reply.  `client` (may be null)
-  // describes the wire connection the command came on.
-  Document Run(const bson_t* cmd, const ClientInfo* client = nullptr);
+  // describes the wire connection the command came on; `principal` (null:
+  // the owner) is who runs it (with client->auth, the connection's
+  // authenticated user instead).
+  Document Run(const bson_t* cmd, const ClientInfo* client = nullptr,
+               std::shared_ptr<const auth::Principal> principal = nullptr);
+
+  // The {ok: 0} reply of `s`.
+  static Document ErrorReplyFor(const Status& s);
 
   // Whether `cmd` is a retryable write as drivers send one (insert, update,
   // delete or findAndModify with lsid and txnNumber, outside a

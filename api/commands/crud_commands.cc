@@ -36,6 +36,8 @@ Status ReadWriteConcern(const CommandContext& ctx, WriteOptionsInternal* w) {
     RETURN_IF_ERROR(ReadBool(&j, "writeConcern.j", &sync));
     w->sync = sync;
   }
+  // The gate checks the caller's permissions (engine/auth) first.
+  w->principal = ctx.principal;
   // A retryable write runs under its session's key unless its
   // writeContext names a key of its own.
   if (!ctx.retry_task_id.empty() && w->context.task_id.empty() && !w->context.write_seq) {

@@ -1,5 +1,6 @@
 // gatedb's extension commands of the write protocol: journal and
 // conflictStats (PROTOCOL.md, "Extension commands").
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -93,14 +94,38 @@ Status ConflictStatsCommand(CommandContext& ctx, bson_t* reply) {
     bson_append_document_end(&arr, &d);
   }
   bson_append_array_end(reply, &arr);
+  // Each agent refused at least once: its version conflicts and its
+  // refusals by permissions, most refused first.
+  struct AgentCounts {
+    std::string agent;
+    int64_t conflicts = 0;
+    int64_t unauthorized = 0;
+  };
+  std::vector<AgentCounts> agents;
+  auto entry = [&](const std::string& agent) -> AgentCounts& {
+    for (AgentCounts& a : agents) {
+      if (a.agent == agent) return a;
+    }
+    agents.push_back(AgentCounts{agent});
+    return agents.back();
+  };
+  for (const auto& [agent, n] : r.agents) entry(agent).conflicts = n;
+  for (const auto& [agent, n] : r.unauthorized_agents) entry(agent).unauthorized = n;
+  std::stable_sort(agents.begin(), agents.end(), [](const AgentCounts& a, const AgentCounts& b) {
+    return a.conflicts + a.unauthorized > b.conflicts + b.unauthorized;
+  });
+  // (unauthorized appears once there are refusals by permissions, so that
+  // the reply keeps PROTOCOL.md's shape without them)
+  if (r.unauthorized > 0) BSON_APPEND_INT64(reply, "unauthorized", r.unauthorized);
   BSON_APPEND_ARRAY_BEGIN(reply, "agents", &arr);
-  for (size_t i = 0; i < r.agents.size(); ++i) {
+  for (size_t i = 0; i < agents.size(); ++i) {
     const char* key;
     bson_uint32_to_string(static_cast<uint32_t>(i), &key, keybuf, sizeof keybuf);
     bson_t d;
     BSON_APPEND_DOCUMENT_BEGIN(&arr, key, &d);
-    BSON_APPEND_UTF8(&d, "agentId", r.agents[i].first.c_str());
-    BSON_APPEND_INT64(&d, "conflicts", r.agents[i].second);
+    BSON_APPEND_UTF8(&d, "agentId", agents[i].agent.c_str());
+    BSON_APPEND_INT64(&d, "conflicts", agents[i].conflicts);
+    if (agents[i].unauthorized > 0) BSON_APPEND_INT64(&d, "unauthorized", agents[i].unauthorized);
     bson_append_document_end(&arr, &d);
   }
   bson_append_array_end(reply, &arr);

@@ -17,6 +17,7 @@
 
 #include "api/commands/command_dispatcher.h"
 #include "api/commands/command_util.h"
+#include "engine/auth/principal.h"
 #include "api/src/txn_manager.h"
 #include "engine/storage/db_impl.h"
 
@@ -100,6 +101,34 @@ Status HelloCommand(CommandContext& ctx, bson_t* reply) {
   BSON_APPEND_INT32(reply, "minWireVersion", 0);
   BSON_APPEND_INT32(reply, "maxWireVersion", kMaxWireVersion);
   BSON_APPEND_BOOL(reply, "readOnly", false);
+  // Authentication in the handshake: the mechanisms of a user drivers ask
+  // about ("db.user"), and a first SASL step sent along (MongoDB 4.4's
+  // speculativeAuthenticate), answered with the conversation's next step.
+  if (bson_iter_init_find(&it, ctx.cmd, "saslSupportedMechs") && BSON_ITER_HOLDS_UTF8(&it)) {
+    std::string name = bson_iter_utf8(&it, nullptr);
+    size_t dot = name.find('.');
+    if (dot != std::string::npos) {
+      auto u = ctx.db->GetUser(name.substr(dot + 1), name.substr(0, dot));
+      if (u.ok() && *u) AppendStringArray(reply, "saslSupportedMechs", {"SCRAM-SHA-256"});
+    }
+  }
+  if (bson_iter_init_find(&it, ctx.cmd, "speculativeAuthenticate") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+      ctx.client != nullptr && ctx.client->auth != nullptr) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_document(&it, &len, &data);
+    bson_t spec;
+    if (bson_init_static(&spec, data, len)) {
+      std::string db = "admin";
+      bson_iter_t d;
+      if (bson_iter_init_find(&d, &spec, "db") && BSON_ITER_HOLDS_UTF8(&d)) db = bson_iter_utf8(&d, nullptr);
+      bson_t step = BSON_INITIALIZER;
+      // A failed speculative step leaves the reply without the field: the
+      // driver then authenticates with saslStart, and gets the error there.
+      if (SaslStartFields(ctx, &spec, db, &step).ok()) BSON_APPEND_DOCUMENT(reply, "speculativeAuthenticate", &step);
+      bson_destroy(&step);
+    }
+  }
   return Status::OK();
 }
 
@@ -276,14 +305,35 @@ Status ConnectionStatusCommand(CommandContext& ctx, bson_t* reply) {
   bson_iter_t it;
   bool privileges = bson_iter_init_find(&it, ctx.cmd, "showPrivileges") && bson_iter_as_bool(&it);
   bson_t auth, users, roles;
+  const auth::Principal* p = ctx.principal && ctx.principal->authenticated() ? ctx.principal.get() : nullptr;
   BSON_APPEND_DOCUMENT_BEGIN(reply, "authInfo", &auth);
   BSON_APPEND_ARRAY_BEGIN(&auth, "authenticatedUsers", &users);
+  if (p != nullptr) {
+    bson_t u;
+    BSON_APPEND_DOCUMENT_BEGIN(&users, "0", &u);
+    BSON_APPEND_UTF8(&u, "user", p->user().c_str());
+    BSON_APPEND_UTF8(&u, "db", p->db().c_str());
+    bson_append_document_end(&users, &u);
+  }
   bson_append_array_end(&auth, &users);
-  BSON_APPEND_ARRAY_BEGIN(&auth, "authenticatedUserRoles", &roles);
-  bson_append_array_end(&auth, &roles);
+  if (p != nullptr) {
+    auth::AppendRoleNames(p->roles(), &auth, "authenticatedUserRoles");
+  } else {
+    BSON_APPEND_ARRAY_BEGIN(&auth, "authenticatedUserRoles", &roles);
+    bson_append_array_end(&auth, &roles);
+  }
   if (privileges) {
     bson_t priv;
     BSON_APPEND_ARRAY_BEGIN(&auth, "authenticatedUserPrivileges", &priv);
+    if (p != nullptr) {
+      uint32_t i = 0;
+      for (const auth::Privilege& pr : p->privileges()) {
+        char idx[16];
+        const char* ik = nullptr;
+        bson_uint32_to_string(i++, &ik, idx, sizeof idx);
+        auth::AppendPrivilege(pr, &priv, ik);
+      }
+    }
     bson_append_array_end(&auth, &priv);
   }
   bson_append_document_end(reply, &auth);

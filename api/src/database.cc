@@ -18,14 +18,39 @@ StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, cons
   db->rep_->db = std::move(impl);
   db->rep_->txns = std::make_unique<TxnManager>(db->rep_->db.get());
   db->rep_->dispatcher = std::make_unique<CommandDispatcher>(db->rep_->db.get(), db->rep_->txns.get());
+  db->rep_->unauthenticated_is_root = options.unauthenticated_is_root;
+  if (!options.identity.empty()) {
+    RETURN_IF_ERROR(db->rep_->Caller(options.identity).status());
+    db->identity_ = options.identity;
+  }
   return db;
 }
 
-Database::Database() : rep_(std::make_unique<Rep>()) {}
+Database::Database() : rep_(std::make_shared<Rep>()) {}
 
-Database::~Database() {
-  rep_->dispatcher.reset();
-  rep_->txns.reset();  // aborts live transactions before the store closes
+Database::~Database() = default;
+
+StatusOr<std::unique_ptr<Database>> Database::As(const Identity& who) {
+  if (who.empty()) return Status(ErrorCode::kBadValue, "Database::As needs a user name");
+  RETURN_IF_ERROR(rep_->Caller(who).status());
+  std::unique_ptr<Database> view(new Database());
+  view->rep_ = rep_;
+  view->identity_ = who;
+  return view;
+}
+
+StatusOr<std::shared_ptr<const auth::Principal>> Database::Rep::Caller(const Identity& identity) const {
+  if (identity.empty()) {
+    if (unauthenticated_is_root) return std::shared_ptr<const auth::Principal>();
+    return auth::Principal::Unauthenticated();
+  }
+  return db->ResolvePrincipal(identity.user, identity.db);
+}
+
+Status CheckCall(const std::shared_ptr<const auth::Principal>& caller, auth::Action action,
+                 const auth::Target& target, const std::string& what) {
+  if (!caller) return Status::OK();
+  return caller->Check(action, target, what);
 }
 
 StatusOr<std::unique_ptr<Transaction>> Database::StartTransaction(const TransactionOptions& options) {
@@ -61,7 +86,11 @@ Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& 
   }
 }
 
-Document Database::RunCommand(DocumentView command) { return rep_->dispatcher->Run(command.bson()); }
+Document Database::RunCommand(DocumentView command) {
+  StatusOr<std::shared_ptr<const auth::Principal>> caller = rep_->Caller(identity_);
+  if (!caller.ok()) return CommandDispatcher::ErrorReplyFor(caller.status());
+  return rep_->dispatcher->Run(command.bson(), nullptr, *caller);
+}
 
 Collection Database::GetCollection(std::string_view db, std::string_view name) {
   return Collection(this, std::string(db), std::string(name));
@@ -129,6 +158,8 @@ StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::str
   out.conflict_rate = r.conflict_rate;
   out.hot_documents = std::move(r.hot_documents);
   out.agents = std::move(r.agents);
+  out.unauthorized = r.unauthorized;
+  out.unauthorized_agents = std::move(r.unauthorized_agents);
   return out;
 }
 

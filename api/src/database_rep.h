@@ -15,11 +15,26 @@
 
 namespace gatedb {
 
+// Shared by every handle of one store (Database::As): the store closes when
+// the last handle goes.  Members are destroyed in reverse order, so live
+// transactions abort before the store closes.
 struct Database::Rep {
   std::unique_ptr<DBImpl> db;
   std::unique_ptr<TxnManager> txns;
   std::unique_ptr<CommandDispatcher> dispatcher;
+  bool unauthenticated_is_root = true;
+
+  // Who a call through a handle with `identity` runs as: null for the
+  // owner (no identity, when unauthenticated callers are root), a principal
+  // without privileges for an unauthenticated caller, else the user's with
+  // its roles as they are now.  Errors: UserNotFound.
+  StatusOr<std::shared_ptr<const auth::Principal>> Caller(const Identity& identity) const;
 };
+
+// Unauthorized unless `caller` (null: the owner) may do `action` on `target`;
+// `what` completes "not authorized on <db> to ...".
+Status CheckCall(const std::shared_ptr<const auth::Principal>& caller, auth::Action action,
+                 const auth::Target& target, const std::string& what);
 
 }  // namespace gatedb
 

@@ -341,6 +341,11 @@ StatusOr<std::shared_ptr<const Principal>> Principal::Resolve(const UserRecord& 
   return std::shared_ptr<const Principal>(std::move(p));
 }
 
+std::shared_ptr<const Principal> Principal::Unauthenticated() {
+  static const std::shared_ptr<const Principal> none = std::make_shared<const Principal>();
+  return none;
+}
+
 bool Principal::Can(Action action, const Target& target) const {
   const size_t bit = static_cast<size_t>(action);
   for (const Privilege& p : privileges_) {
@@ -353,6 +358,9 @@ Status Principal::Check(Action action, const Target& target, const std::string& 
   if (Can(action, target)) return Status::OK();
   const std::string ns = target.cluster ? std::string("the server") : target.coll.empty() ? target.db
                                                                                           : target.db + "." + target.coll;
+  if (!authenticated()) {
+    return UnauthorizedError(user_, ActionName(action), ns, "command requires authentication (" + what + ")");
+  }
   return UnauthorizedError(user_, ActionName(action), ns,
                            "not authorized on " + (target.cluster ? std::string("admin") : target.db) + " to " + what);
 }

@@ -90,6 +90,9 @@ class Principal {
   // The user with the privileges of its roles, transitively (each role once;
   // a role that no longer exists grants nothing).
   static StatusOr<std::shared_ptr<const Principal>> Resolve(const UserRecord& user, const RoleLookup& lookup);
+  // A caller that has not authenticated: no user, no privilege.
+  static std::shared_ptr<const Principal> Unauthenticated();
+  bool authenticated() const { return !user_.empty(); }
 
   const std::string& user() const { return user_; }
   const std::string& db() const { return db_; }

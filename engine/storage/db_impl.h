@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/auth/principal.h"
 #include "engine/storage/cursor.h"
 #include "engine/storage/requests.h"
 #include "engine/util/mutex.h"
@@ -253,6 +254,29 @@ class DBImpl {
   // with released = false.
   StatusOr<LeaseInfo> ReleaseLease(const Namespace& ns, const bson_value_t& id, const std::string& holder);
 
+  // Users and roles (engine/auth), kept as side records ("auth.user",
+  // "auth.role"; key "<db>\0<name>").  Changes are serialized (two
+  // createUser calls for one name: exactly one succeeds) and take effect at
+  // the next call of every principal (ResolvePrincipal's cache is dropped).
+  // Errors: Location51003 (the user exists), UserNotFound,
+  // Location51002 (the role exists), RoleNotFound.
+  Status CreateUser(const auth::UserRecord& user);
+  Status UpdateUser(const auth::UserRecord& user);
+  Status DropUser(const std::string& user, const std::string& db);
+  StatusOr<std::optional<auth::UserRecord>> GetUser(const std::string& user, const std::string& db);
+  // Every user of `db` ("" = of every database), by database then name.
+  StatusOr<std::vector<auth::UserRecord>> ListUsers(const std::string& db);
+  Status CreateRole(const auth::RoleRecord& role);
+  Status UpdateRole(const auth::RoleRecord& role);
+  Status DropRole(const std::string& role, const std::string& db);
+  StatusOr<std::optional<auth::RoleRecord>> GetRole(const std::string& role, const std::string& db);
+  StatusOr<std::vector<auth::RoleRecord>> ListRoles(const std::string& db);
+  // Whether any user exists (the wire server then requires authentication).
+  bool HasUsers() const { return user_count_.load(std::memory_order_acquire) > 0; }
+  // The user with its roles' privileges, resolved now or taken from the
+  // cache.  Errors: UserNotFound.
+  StatusOr<std::shared_ptr<const auth::Principal>> ResolvePrincipal(const std::string& user, const std::string& db);
+
   // Makes every write committed so far durable (an fsync of RocksDB's WAL)
   // when `sync` or Options::sync asks for it; a no-op otherwise.  Durable
   // commits call it after leaving commit_mu_, so that concurrent durable
@@ -311,7 +335,29 @@ class DBImpl {
   // A keyed request: runs `exec` through RunKeyed, storing its result's
   // reply (`encode`), or decodes the stored one (db_impl_internal.h).
   template <typename Result, typename Request, typename Exec, typename Encode>
-  StatusOr<Result> RunKeyedRequest(const Request& req, Exec&& exec, Encode&& encode);
+  StatusOr<Result> RunKeyedRequest(const Request& req, const WriteOptionsInternal& base, Exec&& exec,
+                                   Encode&& encode);
+  // The write gate's first decision, for every write of every door: with a
+  // principal, its user is the agent (an empty writeContext.agentId becomes
+  // it, another name is refused), it must hold every action of `actions` on
+  // `ns`, and a writeContext.source it claims must be one it speaks for.
+  // Returns the write options to run with: `req` itself when there is no
+  // principal, else `*admitted`.  A refusal is Unauthorized 13, journaled as
+  // a refused write.
+  StatusOr<const WriteOptionsInternal*> AdmitWrite(const Namespace& ns, std::initializer_list<auth::Action> actions,
+                                                   const WriteOptionsInternal& req,
+                                                   std::optional<WriteOptionsInternal>* admitted);
+  // A write refused by permissions: its conflict event (code Unauthorized,
+  // action, path) committed on its own, and the Unauthorized status.
+  // `rec` (may be null): the document the write would have changed.
+  Status RefuseUnauthorized(const Namespace& ns, std::string_view doc_key, const RecordView* rec, const WriteGate* gate,
+                            const WriteOptionsInternal& w, auth::Action action, const std::string& path,
+                            const std::string& why);
+  // Unauthorized (refused and journaled) unless the principal may change
+  // every path of `paths` ("" is the whole document) with `action`.
+  Status CheckWritablePaths(const Collection& coll, std::string_view doc_key, const RecordView* rec,
+                            const WriteGate& gate, const WriteOptionsInternal& w, auth::Action action,
+                            const std::vector<std::string>& paths);
 
   // The request bodies, with the write options in force (a keyed request's
   // carry its scope).
@@ -525,6 +571,14 @@ class DBImpl {
   CondVar ttl_cv_;
   bool ttl_stop_ GATEDB_GUARDED_BY(ttl_mu_) = false;
   std::thread ttl_thread_;
+
+  // Users and roles (db_impl_auth.cc).
+  Status LoadUserCount();
+  Status PutAuthRecord(const char* space, const std::string& db, const std::string& name, const Document* value);
+  Mutex auth_mu_;  // serializes user and role changes
+  std::atomic<int64_t> user_count_{0};
+  mutable Mutex principals_mu_;
+  std::map<std::string, std::shared_ptr<const auth::Principal>> principals_ GATEDB_GUARDED_BY(principals_mu_);
 
   mutable SharedMutex catalog_mu_;
   // Key: the full namespace.

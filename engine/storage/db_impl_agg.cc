@@ -91,6 +91,12 @@ class DBImpl::AggregateHost : public agg::Host {
   void set_allow_disk_use(bool b) { allow_disk_use_ = b; }
 
   StatusOr<std::unique_ptr<agg::DocStream>> Read(const std::string& coll, const agg::LeadingQuery& q) override {
+    // Every collection a pipeline reads ($lookup's, $unionWith's, ...) is
+    // the caller's to read; its writes ($out, $merge) pass the gate.
+    if (write_.principal) {
+      RETURN_IF_ERROR(write_.principal->Check(auth::Action::kFind, auth::Target::Collection(dbname_, coll),
+                                              "find in " + dbname_ + "." + coll));
+    }
     FindRequest find;
     find.ns = Namespace{dbname_, coll};
     find.filter = q.filter;

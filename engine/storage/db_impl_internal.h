@@ -105,6 +105,9 @@ struct DBImpl::Collection : std::enable_shared_from_this<DBImpl::Collection> {
 struct WriteGate {
   std::optional<int64_t> basis_version;  // the write protocol's basis
   bool idiom = false;                    // the filter holds a version equality
+  // The paths the writer's principal may change here (engine/auth): unset
+  // for every path.
+  std::optional<std::vector<std::string>> writable;
   bool gated() const { return basis_version.has_value() || idiom; }
 };
 
@@ -266,16 +269,17 @@ Status WithLockRetries(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& 
 }
 
 template <typename Result, typename Request, typename Exec, typename Encode>
-StatusOr<Result> DBImpl::RunKeyedRequest(const Request& req, Exec&& exec, Encode&& encode) {
+StatusOr<Result> DBImpl::RunKeyedRequest(const Request& req, const WriteOptionsInternal& base, Exec&& exec,
+                                         Encode&& encode) {
   KeyedCall call;
-  call.context = &req.write.context;
-  call.sync = req.write.sync || options_.sync;
+  call.context = &base.context;
+  call.sync = base.sync || options_.sync;
   call.ns = req.ns.full();
   call.fingerprint = RequestFingerprint(req);
   call.legacy_fingerprint = [&req] { return LegacyFingerprint(req); };
   Result result;
   call.run = [&](WriteScope* scope, Document* reply, bool* took_effect) -> Status {
-    WriteOptionsInternal w = req.write;
+    WriteOptionsInternal w = base;
     w.scope = scope;
     ASSIGN_OR_RETURN(result, exec(w));
     encode(result, reply->mutable_bson());

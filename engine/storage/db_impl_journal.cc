@@ -1,4 +1,5 @@
 // DBImpl: reading the journal, and the conflict statistics computed over it.
+#include <cstring>
 #include <algorithm>
 #include <map>
 
@@ -68,6 +69,7 @@ StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns, uint64_
   // Documents keyed by their _id's relaxed JSON (a stable, printable key).
   std::map<std::string, IdCount> hot;
   std::map<std::string, int64_t> agents;
+  std::map<std::string, int64_t> unauthorized;
   uint64_t after = std::max<uint64_t>(after_seq, journal_->first_seq() > 0 ? journal_->first_seq() - 1 : 0);
   while (true) {
     wal::Journal::ReadOptions ro;
@@ -85,6 +87,19 @@ StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns, uint64_
     }
     for (const Document& e : r->events) {
       bson_iter_t it;
+      if (bson_iter_init_find(&it, e.bson(), "code") && BSON_ITER_HOLDS_UTF8(&it) &&
+          std::strcmp(bson_iter_utf8(&it, nullptr), "Unauthorized") == 0) {
+        // A refusal by permissions: counted apart from version conflicts.
+        ++out.unauthorized;
+        bson_iter_t agent;
+        std::string agent_id;
+        if (bson_iter_init(&it, e.bson()) && bson_iter_find_descendant(&it, "writeContext.agentId", &agent) &&
+            BSON_ITER_HOLDS_UTF8(&agent)) {
+          agent_id = bson_iter_utf8(&agent, nullptr);
+        }
+        ++unauthorized[agent_id];
+        continue;
+      }
       bool gated = bson_iter_init_find(&it, e.bson(), "gated") && BSON_ITER_HOLDS_BOOL(&it) && bson_iter_bool(&it);
       if (!gated) continue;
       ++out.gated_writes;
@@ -113,12 +128,16 @@ StatusOr<ConflictStatsResult> DBImpl::ConflictStats(const Namespace& ns, uint64_
   out.conflict_rate = out.gated_writes == 0 ? 0.0 : static_cast<double>(out.conflicts) / out.gated_writes;
   for (auto& [key, c] : hot) out.hot_documents.emplace_back(std::move(c.id), c.conflicts);
   for (auto& [agent, n] : agents) out.agents.emplace_back(agent, n);
+  for (auto& [agent, n] : unauthorized) out.unauthorized_agents.emplace_back(agent, n);
+  std::stable_sort(out.unauthorized_agents.begin(), out.unauthorized_agents.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   std::stable_sort(out.hot_documents.begin(), out.hot_documents.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   std::stable_sort(out.agents.begin(), out.agents.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   constexpr size_t kTop = 10;
   if (out.hot_documents.size() > kTop) out.hot_documents.resize(kTop);
   if (out.agents.size() > kTop) out.agents.resize(kTop);
+  if (out.unauthorized_agents.size() > kTop) out.unauthorized_agents.resize(kTop);
   return out;
 }
 

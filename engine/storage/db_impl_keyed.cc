@@ -81,30 +81,54 @@ StatusOr<Document> DBImpl::RunKeyed(const KeyedCall& call, WriteScope* scope, bo
 }
 
 StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
-  if (!req.write.keyed()) return InsertWith(req, req.write);
+  std::optional<WriteOptionsInternal> admitted;
+  ASSIGN_OR_RETURN(const WriteOptionsInternal* w, AdmitWrite(req.ns, {auth::Action::kInsert}, req.write, &admitted));
+  if (!w->keyed()) return InsertWith(req, *w);
   return RunKeyedRequest<InsertResult>(
-      req, [&](const WriteOptionsInternal& w) { return InsertWith(req, w); },
+      req, *w, [&](const WriteOptionsInternal& sw) { return InsertWith(req, sw); },
       [](const InsertResult& r, bson_t* out) { AppendReply(r, /*inserted_ids=*/true, out); });
 }
 
 StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
-  if (!req.write.keyed()) return UpdateWith(req, req.write);
+  std::optional<WriteOptionsInternal> admitted;
+  const WriteOptionsInternal* w = &req.write;
+  if (req.write.principal) {
+    bool upsert = false;
+    for (const UpdateStatement& u : req.updates) upsert |= u.upsert;
+    auto r = upsert ? AdmitWrite(req.ns, {auth::Action::kUpdate, auth::Action::kInsert}, req.write, &admitted)
+                    : AdmitWrite(req.ns, {auth::Action::kUpdate}, req.write, &admitted);
+    if (!r.ok()) return r.status();
+    w = *r;
+  }
+  if (!w->keyed()) return UpdateWith(req, *w);
   return RunKeyedRequest<UpdateWriteResult>(
-      req, [&](const WriteOptionsInternal& w) { return UpdateWith(req, w); },
+      req, *w, [&](const WriteOptionsInternal& sw) { return UpdateWith(req, sw); },
       [](const UpdateWriteResult& r, bson_t* out) { AppendReply(r, out); });
 }
 
 StatusOr<DeleteWriteResult> DBImpl::Delete(const DeleteRequest& req) {
-  if (!req.write.keyed()) return DeleteWith(req, req.write);
+  std::optional<WriteOptionsInternal> admitted;
+  ASSIGN_OR_RETURN(const WriteOptionsInternal* w, AdmitWrite(req.ns, {auth::Action::kRemove}, req.write, &admitted));
+  if (!w->keyed()) return DeleteWith(req, *w);
   return RunKeyedRequest<DeleteWriteResult>(
-      req, [&](const WriteOptionsInternal& w) { return DeleteWith(req, w); },
+      req, *w, [&](const WriteOptionsInternal& sw) { return DeleteWith(req, sw); },
       [](const DeleteWriteResult& r, bson_t* out) { AppendReply(r, out); });
 }
 
 StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& req) {
-  if (!req.write.keyed()) return FindAndModifyWith(req, req.write);
+  std::optional<WriteOptionsInternal> admitted;
+  const WriteOptionsInternal* w = &req.write;
+  if (req.write.principal) {
+    auto r = req.remove   ? AdmitWrite(req.ns, {auth::Action::kFind, auth::Action::kRemove}, req.write, &admitted)
+             : req.upsert ? AdmitWrite(req.ns, {auth::Action::kFind, auth::Action::kUpdate, auth::Action::kInsert},
+                                       req.write, &admitted)
+                          : AdmitWrite(req.ns, {auth::Action::kFind, auth::Action::kUpdate}, req.write, &admitted);
+    if (!r.ok()) return r.status();
+    w = *r;
+  }
+  if (!w->keyed()) return FindAndModifyWith(req, *w);
   return RunKeyedRequest<FindAndModifyResult>(
-      req, [&](const WriteOptionsInternal& w) { return FindAndModifyWith(req, w); },
+      req, *w, [&](const WriteOptionsInternal& sw) { return FindAndModifyWith(req, sw); },
       [&](const FindAndModifyResult& r, bson_t* out) { AppendReply(r, req.remove, out); });
 }
 

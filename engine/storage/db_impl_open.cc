@@ -184,6 +184,7 @@ StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Op
   RETURN_IF_ERROR(impl->OpenRocks());
   RETURN_IF_ERROR(impl->LoadCatalog());
   RETURN_IF_ERROR(impl->LoadIndexes());
+  RETURN_IF_ERROR(impl->LoadUserCount());
   // Sort runs a crashed process left behind.
   std::error_code ec;
   std::filesystem::remove_all(impl->TempDir(), ec);

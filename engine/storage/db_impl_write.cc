@@ -73,6 +73,14 @@ Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, i
 
 }  // namespace
 
+// The paths an insert writes, for the permission check: every top-level
+// field but _id and the version field.
+static std::vector<std::string> InsertedPaths(const bson_t* doc, const std::string& version_field) {
+  std::vector<std::string> paths = TopLevelPaths(doc, version_field);
+  paths.erase(std::remove(paths.begin(), paths.end(), std::string("_id")), paths.end());
+  return paths;
+}
+
 void BackoffBeforeRetry(int attempt) {
   if (attempt < 3) {
     std::this_thread::yield();
@@ -150,8 +158,95 @@ StatusOr<WriteGate> DBImpl::OpenGate(const Collection& coll, const bson_t* filte
   WriteGate gate;
   gate.basis_version = basis;
   gate.idiom = HasVersionEquality(filter, opts->version_field);
+  if (w.principal) {
+    gate.writable = w.principal->WritablePaths(auth::Action::kUpdate,
+                                               auth::Target::Collection(coll.info.ns.db, coll.info.ns.coll));
+  }
   RETURN_IF_ERROR(CheckBasisAge(coll, filter, gate, w));
   return gate;
+}
+
+StatusOr<const WriteOptionsInternal*> DBImpl::AdmitWrite(const Namespace& ns,
+                                                         std::initializer_list<auth::Action> actions,
+                                                         const WriteOptionsInternal& req,
+                                                         std::optional<WriteOptionsInternal>* admitted) {
+  if (!req.principal) return &req;
+  const auth::Principal& p = *req.principal;
+  admitted->emplace(req);
+  WriteOptionsInternal& w = **admitted;
+  if (w.context.agent_id.empty()) {
+    w.context.agent_id = p.user();
+  } else if (w.context.agent_id != p.user()) {
+    const std::string claimed = w.context.agent_id;
+    w.context.agent_id = p.user();  // the refusal is recorded as the real agent's
+    return RefuseUnauthorized(ns, {}, nullptr, nullptr, w, *actions.begin(), "",
+                              "writeContext.agentId \"" + claimed + "\" names another agent than the " +
+                                  "authenticated user \"" + p.user() + "@" + p.db() +
+                                  "\": the authenticated user is the agent");
+  }
+  const auth::Target target = auth::Target::Collection(ns.db, ns.coll);
+  for (auth::Action a : actions) {
+    if (!p.Can(a, target)) {
+      return RefuseUnauthorized(ns, {}, nullptr, nullptr, w, a, "",
+                                "not authorized on " + ns.db + " to " + auth::ActionName(a) + " in " + ns.full());
+    }
+  }
+  for (auth::Action a : actions) {
+    if (!p.MaySpeakFor(a, target, w.context.source)) {
+      return RefuseUnauthorized(ns, {}, nullptr, nullptr, w, a, "",
+                                "agent \"" + p.user() + "\" does not speak for source \"" + w.context.source +
+                                    "\" on " + ns.full() + " (no privilege of its roles lists it)");
+    }
+  }
+  return &w;
+}
+
+Status DBImpl::RefuseUnauthorized(const Namespace& ns, std::string_view doc_key, const RecordView* rec,
+                                  const WriteGate* gate, const WriteOptionsInternal& w, auth::Action action,
+                                  const std::string& path, const std::string& why) {
+  bson_value_t id;
+  ConflictInfo info;
+  info.code = ErrorCode::kUnauthorized;
+  info.ns = ns.full();
+  if (rec != nullptr && GetId(&rec->doc, &id)) info.id = Value(id);
+  if (gate != nullptr) info.basis_version = gate->basis_version;
+  info.gated = gate != nullptr && gate->gated();
+  info.current_version = rec ? rec->version : 0;
+  info.reason = why;
+  info.context = &w.context;
+  info.now_ms = NowMs();
+  info.policy = "permissions";
+  info.action = auth::ActionName(action);
+  info.path = path;
+  std::vector<PendingEvent> events(1);
+  events[0].event = BuildConflictEvent(info);
+  events[0].doc_key = std::string(doc_key);
+  events[0].version_after = info.current_version;
+  // Committed on its own, as a version conflict's event is (RefuseGatedWrite).
+  Txn txn(db_, RocksWriteOptions(w));
+  RETURN_IF_ERROR(CommitWithEvents(txn, &events));
+  Status s = auth::UnauthorizedError(w.context.agent_id, info.action, info.ns, why, path.empty() ? nullptr : &path,
+                                     w.context.source.empty() ? nullptr : &w.context.source);
+  if (!info.id) return s;
+  // Name the document too.
+  bson_t* ei = bson_copy(s.err_info()->bson());
+  info.id->AppendTo(ei, "_id");
+  return Status(s.code(), s.reason(), std::make_shared<const Document>(Document::Adopt(ei)));
+}
+
+Status DBImpl::CheckWritablePaths(const Collection& coll, std::string_view doc_key, const RecordView* rec,
+                                  const WriteGate& gate, const WriteOptionsInternal& w, auth::Action action,
+                                  const std::vector<std::string>& paths) {
+  if (!gate.writable) return Status::OK();
+  for (const std::string& path : paths) {
+    if (auth::PathAllowed(gate.writable, path)) continue;
+    const std::string shown = path.empty() ? std::string("(the whole document)") : path;
+    return RefuseUnauthorized(coll.info.ns, doc_key, rec, &gate, w, action, path,
+                              "agent \"" + w.context.agent_id + "\" may not change " + shown + " in " +
+                                  coll.info.ns.full() + " (its roles allow " + auth::ActionName(action) +
+                                  " of other paths only)");
+  }
+  return Status::OK();
 }
 
 Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
@@ -464,6 +559,10 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   std::string record;
   int64_t now = NowMs();
   Document writer = BuildWriterBlock(w.context, now);
+  WriteGate insert_gate;  // not gated; the principal's writable paths
+  if (w.principal) {
+    insert_gate.writable = w.principal->WritablePaths(auth::Action::kInsert, auth::Target::Collection(info.ns.db, info.ns.coll));
+  }
   while (i < req.documents.size() && !stop) {
     std::optional<Txn> local;
     if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
@@ -485,6 +584,10 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           s = DuplicateKeyError(info.ns, id);
         } else if (!rs.IsNotFound()) {
           s = FromRocks(rs);
+        } else if (!(s = CheckWritablePaths(*coll, key, nullptr, insert_gate, w, auth::Action::kInsert,
+                                            InsertedPaths(doc.bson(), opts->version_field)))
+                        .ok()) {
+          // the principal may not write some of its fields
         } else if (!(s = CheckLease(txn, key, w.context)).ok()) {
           // leased by someone else
         } else if (!(s = CheckValidation(*opts, nullptr, doc.bson(), w)).ok()) {
@@ -671,6 +774,9 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
       if (stale) RETURN_IF_ERROR(DecideStaleWrite(coll, key, rec, gate, w, std::vector<std::string>(1, ""), "write"));
       return s;
     }
+    // Permissions first: the paths this write changes must be the
+    // principal's to change, whatever the version says.
+    RETURN_IF_ERROR(CheckWritablePaths(coll, key, &rec, gate, w, auth::Action::kUpdate, applied.paths));
     // The gate decides under the document's lock; a stale write that gets
     // through was merged by the collection's policy.
     if (stale) {
@@ -736,6 +842,13 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
         return Status::OK();
       }
       return DuplicateKeyError(coll.info.ns, id);
+    }
+    if (w.principal) {
+      WriteGate insert_gate;
+      insert_gate.writable = w.principal->WritablePaths(
+          auth::Action::kInsert, auth::Target::Collection(coll.info.ns.db, coll.info.ns.coll));
+      RETURN_IF_ERROR(CheckWritablePaths(coll, key, nullptr, insert_gate, w, auth::Action::kInsert,
+                                         InsertedPaths(doc.bson(), opts->version_field)));
     }
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     RETURN_IF_ERROR(CheckValidation(*opts, nullptr, doc.bson(), w));

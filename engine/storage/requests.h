@@ -25,6 +25,12 @@ class Snapshot;
 }  // namespace rocksdb
 
 namespace gatedb {
+namespace auth {
+class Principal;
+}  // namespace auth
+}  // namespace gatedb
+
+namespace gatedb {
 
 // "db.collection", split.
 struct Namespace {
@@ -109,6 +115,12 @@ struct WriteOptionsInternal {
   // The command BSON the request was parsed from, when a dispatcher built
   // it: only for comparing with idempotency records of fingerprint format 1.
   const bson_t* command = nullptr;
+  // Who writes (engine/auth/principal.h): the write gate checks its
+  // privileges first (the action on the collection, the paths the write
+  // changes, the source it claims), and the writeContext.agentId is its
+  // user.  Null: the store's owner (an in-process caller without an
+  // identity), who may do anything.
+  std::shared_ptr<const auth::Principal> principal;
   bool keyed() const { return scope == nullptr && !context.task_id.empty() && context.write_seq.has_value(); }
 };
 
@@ -329,6 +341,9 @@ struct ConflictStatsResult {
   double conflict_rate = 0;
   std::vector<std::pair<Value, int64_t>> hot_documents;  // most conflicts first
   std::vector<std::pair<std::string, int64_t>> agents;   // refused agents, most first
+  // Writes refused by permissions (engine/auth), in all and per agent.
+  int64_t unauthorized = 0;
+  std::vector<std::pair<std::string, int64_t>> unauthorized_agents;  // most first
 };
 
 }  // namespace gatedb

@@ -229,8 +229,12 @@ Document BuildConflictEvent(const ConflictInfo& info) {
   BSON_APPEND_UTF8(b, "code", ErrorCodeName(info.code));
   BSON_APPEND_UTF8(b, "reason", info.reason.c_str());
   BSON_APPEND_UTF8(b, "policy", info.policy);
+  if (info.action != nullptr) {
+    BSON_APPEND_UTF8(b, "action", info.action);
+    BSON_APPEND_UTF8(b, "path", info.path.c_str());
+  }
   BSON_APPEND_DATE_TIME(b, "at", info.now_ms);
-  BSON_APPEND_BOOL(b, "gated", true);
+  BSON_APPEND_BOOL(b, "gated", info.gated);
   return Document::Adopt(b);
 }
 

@@ -61,7 +61,7 @@ void AppendChangedPaths(const bson_t* event, std::vector<std::string>* paths);
 
 // Everything known about a refused gated write.
 struct ConflictInfo {
-  ErrorCode code = ErrorCode::kVersionConflict;  // or StaleBasis
+  ErrorCode code = ErrorCode::kVersionConflict;  // or StaleBasis, Unauthorized
   std::string ns;
   std::optional<Value> id;
   std::optional<int64_t> basis_version;
@@ -77,6 +77,11 @@ struct ConflictInfo {
   bool by_source = false;  // sourcePriority: name both sources
   std::string source;
   std::string last_source;
+  // Unauthorized: the action refused and the path it may not change (""
+  // when the action itself is refused); `gated` whether the write was.
+  const char* action = nullptr;
+  std::string path;
+  bool gated = true;
 };
 
 // errInfo: {basisVersion, currentVersion, current, conflictingFields,
@@ -84,7 +89,8 @@ struct ConflictInfo {
 Document BuildConflictErrInfo(const ConflictInfo& info);
 // The conflict event (with the same `seq` placeholder): {op: "conflict", ns, _id, versionBefore, versionAfter
 // (both the current version), basisVersion, writeContext, changedPaths: [],
-// conflictingFields, code, reason, policy, at, gated: true}.
+// conflictingFields, code, reason, policy, at, gated}; a refusal by
+// permissions (code "Unauthorized") adds action and path.
 Document BuildConflictEvent(const ConflictInfo& info);
 std::string BuildConflictMessage(const ConflictInfo& info);
 

@@ -75,6 +75,9 @@ struct ConflictStats {
   double conflict_rate = 0;  // conflicts / gated_writes
   std::vector<std::pair<Value, int64_t>> hot_documents;  // (_id, conflicts), most first
   std::vector<std::pair<std::string, int64_t>> agents;   // (agentId, conflicts), most first
+  // Writes refused by permissions (Unauthorized): in all, and per agent.
+  int64_t unauthorized = 0;
+  std::vector<std::pair<std::string, int64_t>> unauthorized_agents;  // (agentId, refusals), most first
 };
 
 class Database {
@@ -144,6 +147,15 @@ class Database {
   Status WithTransaction(const std::function<Status(Transaction& txn)>& fn,
                          const WithTransactionOptions& options = WithTransactionOptions());
 
+  // A handle to the same store acting as `who` (a user made with
+  // createUser): its commands, collections and transactions are checked
+  // against that user's roles, and their writes name it as the agent.  The
+  // store stays open while any handle to it lives.
+  // Errors: UserNotFound.
+  StatusOr<std::unique_ptr<Database>> As(const Identity& who);
+  // Who this handle calls as (empty: the opener).
+  const Identity& identity() const { return identity_; }
+
   // Deletes idempotency records older than Options::idempotency_retention_sec
   // now (a background thread also does it periodically).  Returns how many.
   StatusOr<uint64_t> CollectIdempotencyRecords();
@@ -156,7 +168,8 @@ class Database {
  private:
   friend class Collection;
   Database();
-  std::unique_ptr<Rep> rep_;
+  std::shared_ptr<Rep> rep_;
+  Identity identity_;
 };
 
 }  // namespace gatedb

@@ -19,6 +19,17 @@ namespace gatedb {
 
 class Transaction;
 
+// Who a caller is: a user made with createUser, named by its name and the
+// database it was created in (MongoDB's authentication database).  The
+// user's roles decide what its calls may read and write (the write gate
+// checks them first), and it is the agent of every write it makes
+// (writeContext.agentId).
+struct Identity {
+  std::string user;         // Default: "" (none)
+  std::string db = "admin"; // Default: "admin"
+  bool empty() const { return user.empty(); }
+};
+
 struct Options {
   // Create the data directory when it does not exist.
   // Default: true
@@ -98,6 +109,19 @@ struct Options {
   // the Database is closed.
   // Default: null (the default Env)
   rocksdb::Env* env = nullptr;
+
+  // Who calls through the Database that Open returns: every call (commands,
+  // the typed API, transactions) runs as this user, which must exist
+  // (Open fails with UserNotFound otherwise).  Database::As gives handles
+  // that act as other users.
+  // Default: none
+  Identity identity;
+
+  // Whether a caller without an identity (no Options::identity) may do
+  // anything, as the data directory's owner.  False: such a caller may only
+  // run ping and hello until it has an identity.
+  // Default: true (round-1 programs keep working)
+  bool unauthenticated_is_root = true;
 };
 
 // Who writes, and why: recorded in the journal with every write, used by

@@ -5,6 +5,7 @@
 
 #include "api/commands/command_dispatcher.h"
 #include "api/commands/command_util.h"
+#include "engine/auth/principal.h"
 #include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 
@@ -193,7 +194,7 @@ Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply) {
   RETURN_IF_ERROR(ForEachCommandField(ctx.cmd, [&](std::string_view key, bson_iter_t* it) -> Status {
     if (key == "nameOnly") return ReadBool(it, "listDatabases.nameOnly", &name_only);
     if (key == "filter") return ReadDocument(it, "listDatabases.filter", &filter);
-    if (key == "authorizedDatabases") return Status::OK();  // every database, without authentication
+    if (key == "authorizedDatabases") return Status::OK();  // always, for callers without listDatabases
     return UnknownField(ctx.command_name, key);
   }));
   std::unique_ptr<query::Matcher> matcher;
@@ -205,7 +206,11 @@ Status ListDatabasesCommand(CommandContext& ctx, bson_t* reply) {
   uint32_t i = 0;
   char keybuf[16];
   int64_t total = 0;
+  // A caller without listDatabases on the server sees the databases it
+  // holds some privilege on (MongoDB's authorizedDatabases).
+  const bool filtered = ctx.principal && !ctx.principal->Can(auth::Action::kListDatabases, auth::Target::Cluster());
   for (const std::string& db : ctx.db->ListDatabases()) {
+    if (filtered && !ctx.principal->HasAnyPrivilegeOn(db)) continue;
     int64_t size = 0;
     bool empty = true;
     for (const CollectionInfo& info : ctx.db->ListCollections(db)) {

@@ -6,6 +6,7 @@
 
 #include "api/commands/command_dispatcher.h"
 #include "api/commands/command_util.h"
+#include "engine/auth/principal.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/idempotency.h"
 
@@ -187,6 +188,15 @@ Status LeaseCommandImpl(CommandContext& ctx, bson_t* reply, int op) {
     }
   }
   if (!id) return MissingField(ctx.command_name, "_id");
+  if (ctx.principal) {
+    // The authenticated user is the agent: it holds leases in its own name.
+    if (wc.agent_id.empty()) wc.agent_id = ctx.principal->user();
+    if (wc.agent_id != ctx.principal->user()) {
+      return auth::UnauthorizedError(ctx.principal->user(), "update", ns.full(),
+                                     "writeContext.agentId \"" + wc.agent_id + "\" names another agent than the "
+                                     "authenticated user \"" + ctx.principal->user() + "\"");
+    }
+  }
   StatusOr<LeaseInfo> r = op == 0   ? ctx.db->AcquireLease(ns, id->get(), ttl, wc.agent_id)
                           : op == 1 ? ctx.db->RenewLease(ns, id->get(), ttl, wc.agent_id)
                                     : ctx.db->ReleaseLease(ns, id->get(), wc.agent_id);

@@ -61,12 +61,14 @@ WriteOptionsInternal Internal(const WriteOptions& w, WriteScope* scope) {
 }  // namespace
 
 StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
   return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<InsertOneResult> {
     InsertRequest req;
     req.ns = Namespace{db_name_, name_};
     req.documents.push_back(CopyOrEmpty(doc));
     req.ordered = options.ordered;
     req.write = Internal(options, scope);
+    req.write.principal = caller;
     ASSIGN_OR_RETURN(InsertResult r, db_->rep_->db->Insert(req));
     if (!r.write_errors.empty()) return r.write_errors[0].status;
     InsertOneResult out;
@@ -78,12 +80,14 @@ StatusOr<InsertOneResult> Collection::InsertOne(DocumentView doc, const WriteOpt
 
 StatusOr<InsertManyResult> Collection::InsertMany(const std::vector<Document>& docs, const WriteOptions& options) {
   if (docs.empty()) return Status(ErrorCode::kInvalidLength, "InsertMany needs at least one document");
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
   return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<InsertManyResult> {
     InsertRequest req;
     req.ns = Namespace{db_name_, name_};
     req.documents = docs;
     req.ordered = options.ordered;
     req.write = Internal(options, scope);
+    req.write.principal = caller;
     ASSIGN_OR_RETURN(InsertResult r, db_->rep_->db->Insert(req));
     // Inside a transaction a failed document fails the whole transaction.
     if (scope != nullptr && !r.write_errors.empty()) return r.write_errors[0].status;
@@ -101,6 +105,8 @@ StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const Find
 
 StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const FindOptions& options,
                                                      int64_t limit) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   if (options.lock_documents && options.txn == nullptr) {
     return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
   }
@@ -171,6 +177,8 @@ StatusOr<bool> Cursor::Next(Document* doc) {
 }
 
 StatusOr<Cursor> Collection::FindCursor(DocumentView filter, const FindOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   if (options.lock_documents && options.txn == nullptr) {
     return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
   }
@@ -206,6 +214,8 @@ StatusOr<Cursor> Collection::FindCursor(DocumentView filter, const FindOptions& 
 }
 
 StatusOr<Cursor> Collection::Aggregate(DocumentView pipeline, const AggregateOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   if (options.batch_size <= 0) return Status(ErrorCode::kBadValue, "batch_size must be positive");
   DBImpl* db = db_->rep_->db.get();
   auto rep = std::make_unique<Cursor::Rep>();
@@ -223,6 +233,7 @@ StatusOr<Cursor> Collection::Aggregate(DocumentView pipeline, const AggregateOpt
     req.let = options.let;
     req.scope = scope;
     req.write = Internal(options.write, nullptr);
+    req.write.principal = caller;
     CursorRequest page;
     page.batch_size = options.batch_size;
     page.scope = scope;
@@ -240,6 +251,8 @@ StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const
       IdOnlyFilter(filter.bson(), &id)) {
     // The agent's read of its basis: one point read, no matcher, no copies
     // of the request.
+    ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+    if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
     return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) {
       return db_->rep_->db->FindById(Namespace{db_name_, name_}, id, scope);
     });
@@ -251,6 +264,7 @@ StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const
 
 StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView update, bool multi,
                                               const UpdateOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
   return InTxn(options.write.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<UpdateResult> {
     UpdateRequest req;
     req.ns = Namespace{db_name_, name_};
@@ -263,6 +277,7 @@ StatusOr<UpdateResult> Collection::UpdateImpl(DocumentView filter, DocumentView 
     req.updates.push_back(std::move(stmt));
     req.ordered = options.write.ordered;
     req.write = Internal(options.write, scope);
+    req.write.principal = caller;
     ASSIGN_OR_RETURN(UpdateWriteResult r, db_->rep_->db->Update(req));
     if (!r.write_errors.empty()) return r.write_errors[0].status;
     UpdateResult out;
@@ -308,12 +323,14 @@ StatusOr<DeleteResult> Collection::DeleteMany(DocumentView filter, const WriteOp
 }
 
 StatusOr<DeleteResult> Collection::DeleteImpl(DocumentView filter, int64_t limit, const WriteOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
   return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
     DeleteRequest req;
     req.ns = Namespace{db_name_, name_};
     req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), limit, options.basis_version});
     req.ordered = options.ordered;
     req.write = Internal(options, scope);
+    req.write.principal = caller;
     ASSIGN_OR_RETURN(DeleteWriteResult r, db_->rep_->db->Delete(req));
     if (!r.write_errors.empty()) return r.write_errors[0].status;
     DeleteResult out;
@@ -326,6 +343,7 @@ StatusOr<DeleteResult> Collection::DeleteImpl(DocumentView filter, int64_t limit
 StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView filter, const Document* update,
                                                                 bool remove,
                                                                 const FindOneAndModifyOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
   return InTxn(options.write.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<std::optional<Document>> {
     FindAndModifyRequest req;
     req.ns = Namespace{db_name_, name_};
@@ -338,6 +356,7 @@ StatusOr<std::optional<Document>> Collection::FindAndModifyImpl(DocumentView fil
     req.upsert = options.upsert;
     req.basis_version = options.write.basis_version;
     req.write = Internal(options.write, scope);
+    req.write.principal = caller;
     ASSIGN_OR_RETURN(FindAndModifyResult r, db_->rep_->db->FindAndModify(req));
     return std::move(r.value);
   });
@@ -369,6 +388,8 @@ StatusOr<std::optional<Document>> Collection::FindOneAndDelete(DocumentView filt
 }
 
 StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<int64_t> {
     CountRequest req;
     req.ns = Namespace{db_name_, name_};
@@ -382,6 +403,8 @@ StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOpt
 }
 
 StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, DocumentView filter, Transaction* txn) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   return InTxn(txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<std::vector<Value>> {
     DistinctRequest req;
     req.ns = Namespace{db_name_, name_};
@@ -394,6 +417,8 @@ StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, Document
 
 StatusOr<std::vector<std::string>> Collection::CreateIndexes(const std::vector<IndexModel>& indexes,
                                                              const std::function<void(uint64_t)>& progress) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kCreateIndex, db_name_, name_));
   std::vector<Document> specs;
   std::vector<std::string> names;
   for (const IndexModel& m : indexes) {
@@ -418,16 +443,22 @@ StatusOr<std::string> Collection::CreateIndex(const IndexModel& index) {
 }
 
 StatusOr<std::vector<Document>> Collection::ListIndexes() {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kListIndexes, db_name_, name_));
   return db_->rep_->db->ListIndexes(Namespace{db_name_, name_});
 }
 
 Status Collection::DropIndex(const std::string& name) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kDropIndex, db_name_, name_));
   ASSIGN_OR_RETURN(int was, db_->rep_->db->DropIndexes(Namespace{db_name_, name_}, {name}, nullptr));
   (void)was;
   return Status::OK();
 }
 
 StatusOr<Document> Collection::Explain(DocumentView filter, const FindOptions& options, const std::string& verbosity) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   ExplainRequest req;
   req.kind = ExplainRequest::Kind::kFind;
   req.verbosity = verbosity;
@@ -492,21 +523,29 @@ Lease ToLease(const LeaseInfo& l) { return Lease{l.holder, l.expires_at_ms, l.re
 }  // namespace
 
 StatusOr<Lease> Collection::AcquireLease(const Value& id, int64_t ttl_ms, const std::string& holder) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckLeaseCall(*caller, db_name_, name_, holder));
   ASSIGN_OR_RETURN(LeaseInfo l, db_->rep_->db->AcquireLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
   return ToLease(l);
 }
 
 StatusOr<Lease> Collection::RenewLease(const Value& id, int64_t ttl_ms, const std::string& holder) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckLeaseCall(*caller, db_name_, name_, holder));
   ASSIGN_OR_RETURN(LeaseInfo l, db_->rep_->db->RenewLease(Namespace{db_name_, name_}, id.get(), ttl_ms, holder));
   return ToLease(l);
 }
 
 StatusOr<Lease> Collection::ReleaseLease(const Value& id, const std::string& holder) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckLeaseCall(*caller, db_name_, name_, holder));
   ASSIGN_OR_RETURN(LeaseInfo l, db_->rep_->db->ReleaseLease(Namespace{db_name_, name_}, id.get(), holder));
   return ToLease(l);
 }
 
 StatusOr<std::vector<FieldVersions>> Collection::GetFieldVersions(DocumentView filter) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
   FindRequest req;
   req.ns = Namespace{db_name_, name_};
   req.filter = CopyOrEmpty(filter);

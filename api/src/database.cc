@@ -47,10 +47,21 @@ StatusOr<std::shared_ptr<const auth::Principal>> Database::Rep::Caller(const Ide
   return db->ResolvePrincipal(identity.user, identity.db);
 }
 
-Status CheckCall(const std::shared_ptr<const auth::Principal>& caller, auth::Action action,
-                 const auth::Target& target, const std::string& what) {
-  if (!caller) return Status::OK();
-  return caller->Check(action, target, what);
+Status CheckCall(const auth::Principal& caller, auth::Action action, const std::string& db, const std::string& coll) {
+  if (coll.empty()) return caller.Check(action, auth::Target::Database(db), std::string(auth::ActionName(action)) + " on " + db);
+  return caller.Check(action, auth::Target::Collection(db, coll),
+                      std::string(auth::ActionName(action)) + " on " + db + "." + coll);
+}
+
+Status CheckLeaseCall(const auth::Principal& caller, const std::string& db, const std::string& coll,
+                      const std::string& holder) {
+  RETURN_IF_ERROR(CheckCall(caller, auth::Action::kUpdate, db, coll));
+  if (holder != caller.user()) {
+    return auth::UnauthorizedError(caller.user(), "update", db + "." + coll,
+                                   "a lease is held in the caller's own name: \"" + holder + "\" is not the "
+                                   "authenticated user \"" + caller.user() + "\"");
+  }
+  return Status::OK();
 }
 
 StatusOr<std::unique_ptr<Transaction>> Database::StartTransaction(const TransactionOptions& options) {
@@ -98,6 +109,8 @@ Collection Database::GetCollection(std::string_view db, std::string_view name) {
 
 Status Database::CreateCollection(std::string_view db, std::string_view name,
                                   const CreateCollectionOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kCreateCollection, std::string(db), std::string(name)));
   CollectionOptions o;
   o.version_field = options.version_field;
   o.max_basis_age_ms = options.max_basis_age_ms;
@@ -108,16 +121,24 @@ Status Database::CreateCollection(std::string_view db, std::string_view name,
 }
 
 Status Database::DropCollection(std::string_view db, std::string_view name) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kDropCollection, std::string(db), std::string(name)));
   return rep_->db->DropCollection(Namespace{std::string(db), std::string(name)});
 }
 
 std::vector<std::string> Database::ListCollectionNames(std::string_view db) {
+  auto caller = rep_->Caller(identity_);
+  if (!caller.ok() || (*caller && !(*caller)->Can(auth::Action::kListCollections, auth::Target::Database(std::string(db))))) {
+    return {};  // nothing the caller may list
+  }
   std::vector<std::string> out;
   for (const CollectionInfo& info : rep_->db->ListCollections(std::string(db))) out.push_back(info.ns.coll);
   return out;
 }
 
 StatusOr<JournalBatch> Database::ReadJournal(const JournalQuery& query) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+  if (caller) RETURN_IF_ERROR((*caller).Check(auth::Action::kFind, auth::Target::Cluster(), "read the journal"));
   JournalReadRequest req;
   if (!query.collection.empty()) {
     Namespace ns{query.db.empty() ? "test" : query.db, query.collection};
@@ -142,6 +163,8 @@ bool Database::WaitForJournal(uint64_t after_seq, int64_t timeout_ms) {
 }
 
 StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const std::string& task_id) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+  if (caller) RETURN_IF_ERROR((*caller).Check(auth::Action::kFind, auth::Target::Cluster(), "read the idempotency log"));
   ASSIGN_OR_RETURN(auto writes, rep_->db->IdempotencyStatus(task_id));
   std::vector<StoredWrite> out;
   for (auto& w : writes) out.push_back(StoredWrite{w.first, w.second.at_ms, w.second.ns, std::move(w.second.reply)});
@@ -150,6 +173,8 @@ StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const s
 
 StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection,
                                                    uint64_t after_seq) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, std::string(db), std::string(collection)));
   ASSIGN_OR_RETURN(ConflictStatsResult r,
                    rep_->db->ConflictStats(Namespace{std::string(db), std::string(collection)}, after_seq));
   ConflictStats out;

@@ -31,10 +31,13 @@ struct Database::Rep {
   StatusOr<std::shared_ptr<const auth::Principal>> Caller(const Identity& identity) const;
 };
 
-// Unauthorized unless `caller` (null: the owner) may do `action` on `target`;
-// `what` completes "not authorized on <db> to ...".
-Status CheckCall(const std::shared_ptr<const auth::Principal>& caller, auth::Action action,
-                 const auth::Target& target, const std::string& what);
+// Unauthorized unless `caller` may do `action` on collection db.coll (coll
+// empty: on the database).  Callers skip it for the owner (a null
+// principal), so that the owner's calls build nothing.
+Status CheckCall(const auth::Principal& caller, auth::Action action, const std::string& db, const std::string& coll);
+// A lease is a write to its document, held in the caller's own name.
+Status CheckLeaseCall(const auth::Principal& caller, const std::string& db, const std::string& coll,
+                      const std::string& holder);
 
 }  // namespace gatedb
 

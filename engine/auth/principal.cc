@@ -346,6 +346,15 @@ std::shared_ptr<const Principal> Principal::Unauthenticated() {
   return none;
 }
 
+bool Principal::HasAnyPrivilegeOn(const std::string& db) const {
+  for (const Privilege& p : privileges_) {
+    if (p.actions.none()) continue;
+    if (p.resource.kind == Resource::Kind::kAny) return true;
+    if (p.resource.kind == Resource::Kind::kNamespace && (p.resource.db.empty() || p.resource.db == db)) return true;
+  }
+  return false;
+}
+
 bool Principal::Can(Action action, const Target& target) const {
   const size_t bit = static_cast<size_t>(action);
   for (const Privilege& p : privileges_) {

@@ -100,6 +100,8 @@ class Principal {
   const std::vector<RoleName>& roles() const { return direct_roles_; }
   const std::vector<Privilege>& privileges() const { return privileges_; }
 
+  // Whether some privilege names database `db` (or every database).
+  bool HasAnyPrivilegeOn(const std::string& db) const;
   // Whether some privilege grants `action` on `target`.
   bool Can(Action action, const Target& target) const;
   // Unauthorized 13 unless Can(): "not authorized on <db> to <what>", with

@@ -1,0 +1,392 @@
+// Agents and roles in process: a matrix of roles x actions x paths, each
+// allowed or refused as declared, through commands (RunCommand) and the
+// typed C++ API of handles made with Database::As; refusals are
+// Unauthorized 13 naming agent, action and path, journaled, counted in
+// conflictStats, and leave nothing written.
+#include <atomic>
+#include <thread>
+
+#include "gatedb/db.h"
+#include "tests/testutil/test_util.h"
+
+namespace gatedb {
+namespace {
+
+using test::IntAt;
+using test::Json;
+using test::StrAt;
+using test::HasPath;
+using test::StatusIs;
+
+class PermissionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = Database::Open(dir_.path());
+    ASSERT_OK(db);
+    owner_ = std::move(*db);
+    // The email agent may set an order's status and notes (speaking for
+    // "email"), but not its price; the planner reads everything and writes
+    // nothing; the clerk inserts orders with item and qty only; the shop
+    // writer has MongoDB's readWrite.
+    Run(R"({"createRole": "orderStatus", "$db": "admin", "roles": [],
+            "privileges": [{"resource": {"db": "shop", "collection": "orders"}, "actions": ["find", "update"],
+                            "fields": ["status", "notes"], "sources": ["email"]}]})");
+    Run(R"({"createRole": "clerk", "$db": "admin", "roles": [],
+            "privileges": [{"resource": {"db": "shop", "collection": "orders"}, "actions": ["insert"],
+                            "fields": ["item", "qty"]}]})");
+    Run(R"({"createUser": "email", "pwd": "e-pass", "roles": [{"role": "orderStatus", "db": "admin"}], "$db": "admin"})");
+    Run(R"({"createUser": "planner", "pwd": "p-pass", "roles": [{"role": "read", "db": "shop"}], "$db": "admin"})");
+    Run(R"({"createUser": "clerk", "pwd": "c-pass", "roles": [{"role": "clerk", "db": "admin"}], "$db": "admin"})");
+    Run(R"({"createUser": "writer", "pwd": "w-pass", "roles": ["readWrite"], "$db": "shop"})");
+    Run(R"({"insert": "orders", "$db": "shop", "documents": [{"_id": 1, "status": "new", "price": 10, "notes": ""}]})");
+  }
+
+  void Run(const std::string& json) {
+    Document reply = owner_->RunCommand(Json(json).view());
+    ASSERT_EQ(IntAt(reply.bson(), "ok"), 1) << json << " -> " << reply.ToJson();
+  }
+
+  std::unique_ptr<Database> As(const std::string& user, const std::string& db = "admin") {
+    auto h = owner_->As(Identity{user, db});
+    EXPECT_OK(h);
+    return h.ok() ? std::move(*h) : nullptr;
+  }
+
+  // The order as it is now, read by the owner.
+  Document Order() {
+    auto d = owner_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+    EXPECT_OK(d);
+    return d.ok() && *d ? std::move(**d) : Document();
+  }
+
+  test::TempDir dir_;
+  std::unique_ptr<Database> owner_;
+};
+
+// The command's code (0: ok), and for a write the first write error's.
+int Code(const Document& reply, std::string* path = nullptr) {
+  if (IntAt(reply.bson(), "ok") != 1) return static_cast<int>(IntAt(reply.bson(), "code"));
+  if (HasPath(reply.bson(), "writeErrors.0.code")) {
+    if (path) *path = StrAt(reply.bson(), "writeErrors.0.errInfo.path");
+    return static_cast<int>(IntAt(reply.bson(), "writeErrors.0.code"));
+  }
+  return 0;
+}
+
+TEST_F(PermissionsTest, MatrixOfRolesActionsAndPathsThroughCommands) {
+  struct Case {
+    const char* user;
+    const char* user_db;
+    const char* command;
+    int code;                // 0: allowed
+    const char* path = "";   // the refused path, for a path refusal
+  };
+  const Case cases[] = {
+      // reads
+      {"planner", "admin", R"({"find": "orders", "filter": {}, "$db": "shop"})", 0},
+      {"planner", "admin", R"({"count": "orders", "$db": "shop"})", 0},
+      {"email", "admin", R"({"find": "orders", "filter": {}, "$db": "shop"})", 0},
+      {"email", "admin", R"({"find": "customers", "filter": {}, "$db": "shop"})", 13},
+      {"clerk", "admin", R"({"find": "orders", "filter": {}, "$db": "shop"})", 13},
+      {"writer", "shop", R"({"find": "orders", "filter": {}, "$db": "shop"})", 0},
+      {"writer", "shop", R"({"find": "orders", "filter": {}, "$db": "crm"})", 13},
+      {"email", "admin", R"({"aggregate": "orders", "pipeline": [{"$lookup": {"from": "customers", "localField": "c",
+         "foreignField": "_id", "as": "c"}}], "cursor": {}, "$db": "shop"})", 13},
+      // inserts
+      {"planner", "admin", R"({"insert": "orders", "documents": [{"_id": 2}], "$db": "shop"})", 13},
+      {"email", "admin", R"({"insert": "orders", "documents": [{"_id": 2, "status": "x"}], "$db": "shop"})", 13},
+      {"clerk", "admin", R"({"insert": "orders", "documents": [{"_id": 3, "item": "pen", "qty": 2}], "$db": "shop"})", 0},
+      {"clerk", "admin", R"({"insert": "orders", "documents": [{"_id": 4, "item": "pen", "price": 1}], "$db": "shop"})",
+       13, "price"},
+      {"writer", "shop", R"({"insert": "orders", "documents": [{"_id": 5, "anything": 1}], "$db": "shop"})", 0},
+      // updates
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "paid"}}}],
+         "$db": "shop"})", 0},
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"price": 0}}}],
+         "$db": "shop"})", 13, "price"},
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"notes": "n", "price": 1}}}],
+         "$db": "shop"})", 13, "price"},
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "x"}},
+         "upsert": true}], "$db": "shop"})", 13},  // an upsert needs insert too
+      {"planner", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "x"}}}],
+         "$db": "shop"})", 13},
+      {"writer", "shop", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"price": 11}}}],
+         "$db": "shop"})", 0},
+      {"email", "admin", R"({"findAndModify": "orders", "query": {"_id": 1}, "update": {"$set": {"price": 2}},
+         "$db": "shop"})", 13},
+      {"email", "admin", R"({"findAndModify": "orders", "query": {"_id": 1}, "update": {"$set": {"status": "shipped"}},
+         "$db": "shop"})", 0},
+      // sources and the agent's name
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
+         "writeContext": {"source": "email"}, "$db": "shop"})", 0},
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
+         "writeContext": {"source": "human"}, "$db": "shop"})", 13},
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
+         "writeContext": {"agentId": "planner"}, "$db": "shop"})", 13},
+      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
+         "writeContext": {"agentId": "email"}, "$db": "shop"})", 0},
+      // deletes
+      {"email", "admin", R"({"delete": "orders", "deletes": [{"q": {"_id": 1}, "limit": 1}], "$db": "shop"})", 13},
+      {"planner", "admin", R"({"delete": "orders", "deletes": [{"q": {"_id": 1}, "limit": 1}], "$db": "shop"})", 13},
+      {"writer", "shop", R"({"delete": "orders", "deletes": [{"q": {"_id": 5}, "limit": 1}], "$db": "shop"})", 0},
+      // catalog and administration
+      {"writer", "shop", R"({"createIndexes": "orders", "indexes": [{"key": {"status": 1}, "name": "s"}], "$db": "shop"})", 0},
+      {"planner", "admin", R"({"createIndexes": "orders", "indexes": [{"key": {"qty": 1}, "name": "q"}], "$db": "shop"})", 13},
+      {"planner", "admin", R"({"listIndexes": "orders", "$db": "shop"})", 0},
+      {"planner", "admin", R"({"drop": "orders", "$db": "shop"})", 13},
+      {"writer", "shop", R"({"collMod": "orders", "$db": "shop"})", 13},
+      {"writer", "shop", R"({"createUser": "x", "pwd": "x", "roles": [], "$db": "shop"})", 13},
+      {"writer", "shop", R"({"usersInfo": "writer", "$db": "shop"})", 0},   // one's own
+      {"writer", "shop", R"({"usersInfo": "email", "$db": "admin"})", 13},
+      {"planner", "admin", R"({"journal": 1, "afterSeq": 0})", 13},
+      {"planner", "admin", R"({"serverStatus": 1})", 13},
+      {"planner", "admin", R"({"ping": 1})", 0},
+      {"planner", "admin", R"({"connectionStatus": 1})", 0},
+  };
+  for (const Case& c : cases) {
+    std::unique_ptr<Database> h = As(c.user, c.user_db);
+    ASSERT_NE(h, nullptr);
+    const Document before = Order();
+    std::string path;
+    Document reply = h->RunCommand(Json(c.command).view());
+    EXPECT_EQ(Code(reply, &path), c.code) << c.user << ": " << c.command << " -> " << reply.ToJson();
+    if (c.code == 13) {
+      EXPECT_EQ(path, c.path) << c.command << " -> " << reply.ToJson();
+      // Nothing of a refused write is stored.
+      EXPECT_EQ(Order().ToJson(), before.ToJson()) << c.command;
+    }
+  }
+  // What the allowed writes did, and only that.
+  Document order = Order();
+  EXPECT_EQ(StrAt(order.bson(), "status"), "s");
+  EXPECT_EQ(IntAt(order.bson(), "price"), 11);
+  auto clerked = owner_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 3})").view());
+  ASSERT_OK(clerked);
+  EXPECT_TRUE(clerked->has_value());
+  auto refused = owner_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 4})").view());
+  ASSERT_OK(refused);
+  EXPECT_FALSE(refused->has_value());
+}
+
+TEST_F(PermissionsTest, RefusalsNameTheAgentActionAndPathAreJournaledAndCounted) {
+  auto email = As("email");
+  Document reply = email->RunCommand(Json(R"({"update": "orders", "updates": [{"q": {"_id": 1},
+      "u": {"$set": {"price": 0}}, "basisVersion": 0}], "$db": "shop"})").view());
+  ASSERT_EQ(IntAt(reply.bson(), "writeErrors.0.code"), 13) << reply.ToJson();
+  EXPECT_EQ(StrAt(reply.bson(), "writeErrors.0.codeName"), "Unauthorized");
+  EXPECT_EQ(StrAt(reply.bson(), "writeErrors.0.errInfo.agentId"), "email");
+  EXPECT_EQ(StrAt(reply.bson(), "writeErrors.0.errInfo.action"), "update");
+  EXPECT_EQ(StrAt(reply.bson(), "writeErrors.0.errInfo.path"), "price");
+  EXPECT_EQ(StrAt(reply.bson(), "writeErrors.0.errInfo.ns"), "shop.orders");
+  EXPECT_EQ(IntAt(reply.bson(), "writeErrors.0.errInfo._id"), 1);
+  // A command-level refusal (no insert privilege at all).
+  Document ins = email->RunCommand(Json(R"({"insert": "orders", "documents": [{"_id": 9}], "$db": "shop"})").view());
+  EXPECT_EQ(IntAt(ins.bson(), "code"), 13);
+  EXPECT_EQ(StrAt(ins.bson(), "errInfo.action"), "insert");
+  // Both are in the journal as refused writes, by the agent's name.
+  Document j = owner_->RunCommand(Json(R"({"journal": "orders", "afterSeq": 0, "limit": 100, "$db": "shop"})").view());
+  int refused = 0;
+  bson_iter_t it, ev;
+  ASSERT_TRUE(bson_iter_init_find(&it, j.bson(), "events") && bson_iter_recurse(&it, &ev));
+  while (bson_iter_next(&ev)) {
+    uint32_t len;
+    const uint8_t* data;
+    bson_iter_document(&ev, &len, &data);
+    bson_t e;
+    bson_init_static(&e, data, len);
+    if (StrAt(&e, "op") != "conflict") continue;
+    ++refused;
+    EXPECT_EQ(StrAt(&e, "code"), "Unauthorized");
+    EXPECT_EQ(StrAt(&e, "writeContext.agentId"), "email");
+  }
+  EXPECT_EQ(refused, 2);
+  Document stats = owner_->RunCommand(Json(R"({"conflictStats": "orders", "$db": "shop"})").view());
+  EXPECT_EQ(IntAt(stats.bson(), "unauthorized"), 2) << stats.ToJson();
+  EXPECT_EQ(StrAt(stats.bson(), "agents.0.agentId"), "email");
+  EXPECT_EQ(IntAt(stats.bson(), "agents.0.unauthorized"), 2);
+  EXPECT_EQ(IntAt(stats.bson(), "conflicts"), 0);  // not version conflicts
+  auto typed = owner_->GetConflictStats("shop", "orders");
+  ASSERT_OK(typed);
+  EXPECT_EQ(typed->unauthorized, 2);
+  ASSERT_EQ(typed->unauthorized_agents.size(), 1u);
+  EXPECT_EQ(typed->unauthorized_agents[0].first, "email");
+  // The allowed write's event names the authenticated user as its agent.
+  Document ok = email->RunCommand(Json(R"({"update": "orders", "updates": [{"q": {"_id": 1},
+      "u": {"$set": {"status": "paid"}}}], "$db": "shop"})").view());
+  ASSERT_EQ(IntAt(ok.bson(), "nModified"), 1) << ok.ToJson();
+  auto batch = owner_->ReadJournal(JournalQuery{"shop", "orders", 0, 0});
+  ASSERT_OK(batch);
+  EXPECT_EQ(StrAt(batch->events.back().bson(), "op"), "update");
+  EXPECT_EQ(StrAt(batch->events.back().bson(), "writeContext.agentId"), "email");
+}
+
+TEST_F(PermissionsTest, TheTypedApiIsCheckedTheSameWay) {
+  auto email = As("email");
+  Collection orders = email->GetCollection("shop", "orders");
+  auto found = orders.FindOne(Json(R"({"_id": 1})").view());
+  ASSERT_OK(found);
+  ASSERT_TRUE(found->has_value());
+  UpdateOptions gated;
+  gated.write.basis_version = 0;
+  EXPECT_OK(orders.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"status": "paid"}})").view(), gated));
+  UpdateOptions stale;
+  stale.write.basis_version = 1;
+  auto price = orders.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"price": 0}})").view(), stale);
+  EXPECT_THAT(price, StatusIs(ErrorCode::kUnauthorized));  // permissions before the version gate
+  ASSERT_NE(price.status().err_info(), nullptr);
+  EXPECT_EQ(StrAt(price.status().err_info()->bson(), "path"), "price");
+  EXPECT_THAT(orders.InsertOne(Json(R"({"_id": 7})").view()), StatusIs(ErrorCode::kUnauthorized));
+  EXPECT_THAT(orders.DeleteOne(Json(R"({"_id": 1})").view()), StatusIs(ErrorCode::kUnauthorized));
+  EXPECT_THAT(email->GetCollection("shop", "customers").Find(Json("{}").view()), StatusIs(ErrorCode::kUnauthorized));
+  EXPECT_THAT(orders.CreateIndex(IndexModel{Json(R"({"qty": 1})")}), StatusIs(ErrorCode::kUnauthorized));
+  EXPECT_THAT(email->ReadJournal(JournalQuery{}), StatusIs(ErrorCode::kUnauthorized));
+  bson_value_t one;
+  one.value_type = BSON_TYPE_INT32;
+  one.value.v_int32 = 1;
+  EXPECT_THAT(orders.AcquireLease(Value(one), 1000, "planner"), StatusIs(ErrorCode::kUnauthorized));
+  EXPECT_OK(orders.AcquireLease(Value(one), 1000, "email"));
+  EXPECT_OK(orders.ReleaseLease(Value(one), "email"));
+  // Inside a transaction too.
+  auto txn = email->StartTransaction();
+  ASSERT_OK(txn);
+  UpdateOptions in_txn;
+  in_txn.write.txn = txn->get();
+  EXPECT_THAT(orders.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"price": 5}})").view(), in_txn),
+              StatusIs(ErrorCode::kUnauthorized));
+  (*txn)->Abort().PermitUnchecked();
+  Document order = Order();
+  EXPECT_EQ(StrAt(order.bson(), "status"), "paid");
+  EXPECT_EQ(IntAt(order.bson(), "price"), 10);
+  // A user that does not exist has no handle.
+  EXPECT_THAT(owner_->As(Identity{"nobody", "admin"}), StatusIs(ErrorCode::kUserNotFound));
+}
+
+TEST_F(PermissionsTest, RoleChangesTakeEffectAtTheNextCall) {
+  auto planner = As("planner");
+  Collection orders = planner->GetCollection("shop", "orders");
+  EXPECT_THAT(orders.InsertOne(Json(R"({"_id": 20})").view()), StatusIs(ErrorCode::kUnauthorized));
+  Run(R"({"grantRolesToUser": "planner", "roles": [{"role": "readWrite", "db": "shop"}], "$db": "admin"})");
+  EXPECT_OK(orders.InsertOne(Json(R"({"_id": 21})").view()));
+  Run(R"({"revokeRolesFromUser": "planner", "roles": [{"role": "readWrite", "db": "shop"}], "$db": "admin"})");
+  EXPECT_THAT(orders.InsertOne(Json(R"({"_id": 22})").view()), StatusIs(ErrorCode::kUnauthorized));
+  // A role's privileges changed: its holders see it at once.
+  auto email = As("email");
+  Collection eo = email->GetCollection("shop", "orders");
+  EXPECT_THAT(eo.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"price": 3}})").view()),
+              StatusIs(ErrorCode::kUnauthorized));
+  Run(R"({"grantPrivilegesToRole": "orderStatus", "$db": "admin", "privileges": [
+          {"resource": {"db": "shop", "collection": "orders"}, "actions": ["update"], "fields": ["price"]}]})");
+  EXPECT_OK(eo.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"price": 3}})").view()));
+  // A dropped user's handle can do nothing.
+  Run(R"({"dropUser": "planner", "$db": "admin"})");
+  EXPECT_THAT(orders.Find(Json("{}").view()), StatusIs(ErrorCode::kUserNotFound));
+}
+
+TEST_F(PermissionsTest, UserAndRoleCommandsHaveMongoDBsShapesAndErrors) {
+  auto code = [&](const char* json) { return IntAt(owner_->RunCommand(Json(json).view()).bson(), "code"); };
+  EXPECT_EQ(code(R"({"createUser": "email", "pwd": "x", "roles": [], "$db": "admin"})"), 51003);
+  EXPECT_EQ(code(R"({"createUser": "u1", "roles": [], "$db": "admin"})"), 2);  // no pwd
+  EXPECT_EQ(code(R"({"createUser": "u1", "pwd": "x", "$db": "admin"})"), 40414);  // no roles
+  EXPECT_EQ(code(R"({"createUser": "u1", "pwd": "x", "roles": ["nope"], "$db": "admin"})"), 31);
+  EXPECT_EQ(code(R"({"createUser": "u1", "pwd": "x", "roles": [], "mechanisms": ["SCRAM-SHA-1"], "$db": "admin"})"), 2);
+  EXPECT_EQ(code(R"({"createUser": "u1", "pwd": "x", "roles": [], "colour": 1, "$db": "admin"})"), 40415);
+  EXPECT_EQ(code(R"({"createUser": "u1", "pwd": 5, "roles": [], "$db": "admin"})"), 14);
+  EXPECT_EQ(code(R"({"dropUser": "nobody", "$db": "admin"})"), 11);
+  EXPECT_EQ(code(R"({"createRole": "orderStatus", "privileges": [], "roles": [], "$db": "admin"})"), 51002);
+  EXPECT_EQ(code(R"({"createRole": "read", "privileges": [], "roles": [], "$db": "admin"})"), 2);
+  EXPECT_EQ(code(R"({"createRole": "r2", "privileges": [{"resource": {"db": "a", "collection": "b"},
+      "actions": ["fly"]}], "roles": [], "$db": "admin"})"), 2);
+  EXPECT_EQ(code(R"({"dropRole": "nope", "$db": "admin"})"), 31);
+  EXPECT_EQ(code(R"({"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": "", "$db": "admin"})"), 115);
+  Document info = owner_->RunCommand(Json(R"({"usersInfo": "email", "showPrivileges": true, "$db": "admin"})").view());
+  EXPECT_EQ(StrAt(info.bson(), "users.0._id"), "admin.email") << info.ToJson();
+  EXPECT_EQ(StrAt(info.bson(), "users.0.roles.0.role"), "orderStatus");
+  EXPECT_EQ(StrAt(info.bson(), "users.0.mechanisms.0"), "SCRAM-SHA-256");
+  EXPECT_EQ(StrAt(info.bson(), "users.0.inheritedPrivileges.0.fields.0"), "status");
+  EXPECT_FALSE(HasPath(info.bson(), "users.0.credentials"));  // only with showCredentials
+  Document creds = owner_->RunCommand(Json(R"({"usersInfo": "email", "showCredentials": true, "$db": "admin"})").view());
+  EXPECT_EQ(IntAt(creds.bson(), "users.0.credentials.SCRAM-SHA-256.iterationCount"), 15000);
+  Document all = owner_->RunCommand(Json(R"({"usersInfo": 1, "$db": "admin"})").view());
+  EXPECT_EQ(test::StringsAt(all.bson(), "users").size(), 0u);  // documents, not strings
+  EXPECT_TRUE(HasPath(all.bson(), "users.2.user"));  // email, planner, clerk
+  Document roles = owner_->RunCommand(Json(R"({"rolesInfo": "orderStatus", "showPrivileges": true, "$db": "admin"})").view());
+  EXPECT_EQ(StrAt(roles.bson(), "roles.0.privileges.0.sources.0"), "email") << roles.ToJson();
+  EXPECT_FALSE(test::IntAt(roles.bson(), "roles.0.isBuiltin"));
+  Document builtin = owner_->RunCommand(Json(R"({"rolesInfo": "readWrite", "showPrivileges": true, "$db": "shop"})").view());
+  EXPECT_EQ(StrAt(builtin.bson(), "roles.0.role"), "readWrite");
+  // Users survive a reopen.
+  owner_.reset();
+  auto db = Database::Open(dir_.path());
+  ASSERT_OK(db);
+  owner_ = std::move(*db);
+  EXPECT_OK(owner_->As(Identity{"email", "admin"}));
+}
+
+TEST_F(PermissionsTest, OpenWithAnIdentityAndWithoutRootForStrangers) {
+  owner_.reset();
+  Options as_email;
+  as_email.identity = Identity{"email", "admin"};
+  {
+    auto db = Database::Open(dir_.path(), as_email);
+    ASSERT_OK(db);
+    Collection orders = (*db)->GetCollection("shop", "orders");
+    EXPECT_OK(orders.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$set": {"status": "x"}})").view()));
+    EXPECT_THAT(orders.InsertOne(Json(R"({"_id": 2})").view()), StatusIs(ErrorCode::kUnauthorized));
+  }
+  Options nobody;
+  nobody.identity = Identity{"nobody", "admin"};
+  EXPECT_THAT(Database::Open(dir_.path(), nobody), StatusIs(ErrorCode::kUserNotFound));
+  Options strangers;
+  strangers.unauthenticated_is_root = false;
+  auto db = Database::Open(dir_.path(), strangers);
+  ASSERT_OK(db);
+  EXPECT_EQ(IntAt((*db)->RunCommand(Json(R"({"ping": 1})").view()).bson(), "ok"), 1);
+  EXPECT_EQ(IntAt((*db)->RunCommand(Json(R"({"find": "orders", "$db": "shop"})").view()).bson(), "code"), 13);
+  EXPECT_THAT((*db)->GetCollection("shop", "orders").InsertOne(Json(R"({"_id": 3})").view()),
+              StatusIs(ErrorCode::kUnauthorized));
+  auto email = (*db)->As(Identity{"email", "admin"});  // the opener may still hand out identities
+  ASSERT_OK(email);
+  EXPECT_OK((*email)->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view()));
+}
+
+// Two permitted agents hammer one document's status through the version
+// gate while a third, not permitted to change it, tries the same: no
+// permitted update is lost, and none of the refused ones lands.
+TEST_F(PermissionsTest, ThreadsThroughTheGateLoseNothingAndRefusedWritesNeverLand) {
+  Run(R"({"createRole": "counter", "$db": "admin", "roles": [],
+          "privileges": [{"resource": {"db": "shop", "collection": "orders"}, "actions": ["find", "update"],
+                          "fields": ["n"]}]})");
+  Run(R"({"createUser": "a1", "pwd": "x", "roles": [{"role": "counter", "db": "admin"}], "$db": "admin"})");
+  Run(R"({"createUser": "a2", "pwd": "x", "roles": [{"role": "counter", "db": "admin"}], "$db": "admin"})");
+  Run(R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"n": 0}}}], "$db": "shop"})");
+  constexpr int kPerAgent = 150;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> threads;
+  for (const char* user : {"a1", "a2"}) {
+    threads.emplace_back([&, user] {
+      auto h = As(user);
+      Collection orders = h->GetCollection("shop", "orders");
+      for (int i = 0; i < kPerAgent; ++i) {
+        GatedWriteOptions o;
+        auto r = orders.WriteWithVersionGate(Json(R"({"_id": 1})").view(), [](const Document& cur) -> StatusOr<Document> {
+          return Json("{\"$set\": {\"n\": " + std::to_string(IntAt(cur.bson(), "n") + 1) + "}}");
+        }, o);
+        ASSERT_OK(r);
+      }
+    });
+  }
+  threads.emplace_back([&] {
+    auto h = As("email");
+    Collection orders = h->GetCollection("shop", "orders");
+    for (int i = 0; i < kPerAgent; ++i) {
+      auto r = orders.UpdateOne(Json(R"({"_id": 1})").view(), Json(R"({"$inc": {"n": 1000}})").view());
+      if (!r.ok() && r.status().code() == ErrorCode::kUnauthorized) ++refused;
+    }
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(IntAt(Order().bson(), "n"), 2 * kPerAgent);
+  EXPECT_EQ(refused.load(), kPerAgent);
+}
+
+}  // namespace
+}  // namespace gatedb

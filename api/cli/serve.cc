@@ -32,8 +32,11 @@ void PrintServeHelp(const char* default_dir) {
       "  --bind ADDR[,ADDR]     addresses to listen on (default 127.0.0.1); 'localhost' is 127.0.0.1\n"
       "  --socket PATH          also listen on a Unix domain socket (mode 0600)\n"
       "  --replSet NAME         the replica set name presented to drivers (default gatedb)\n"
-      "  --allowRemoteNoAuth    allow binding to non-loopback addresses although there is no\n"
-      "                         authentication yet: anyone who reaches them may read and write\n"
+      "  --auth                 clients authenticate (SCRAM-SHA-256, users made with createUser) before\n"
+      "                         anything but hello and ping; with no user yet, a loopback client may\n"
+      "                         create the first one.  Once users exist, clients authenticate anyway.\n"
+      "  --allowRemoteNoAuth    allow binding to non-loopback addresses without --auth: anyone who\n"
+      "                         reaches them may read and write\n"
       "  --maxConns N           connections served at once (default 1000); more are refused\n"
       "  --workers N            threads running commands (default 8)\n"
       "  --readTimeoutMs N      a message must arrive whole within N ms of its first byte (default 30000)\n"
@@ -119,6 +122,8 @@ int RunServe(int argc, char** argv, const char* default_dir, const Options& defa
         std::fprintf(stderr, "gatedb serve: --replSet needs a name\n");
         return 1;
       }
+    } else if (a == "--auth") {
+      opts.auth = true;
     } else if (a == "--allowRemoteNoAuth") {
       opts.allow_remote_without_auth = true;
     } else if (a == "--maxConns") {

@@ -131,12 +131,7 @@ Status AuthorizeCommand(const CommandContext& ctx) {
   const std::string& name = ctx.command_name;
   if (OpenToAll(name)) return Status::OK();
   if (!p.authenticated()) {
-    // MongoDB's localhost exception: with no user yet, a loopback client may
-    // create the first one.
-    if (name == "createUser" && ctx.client != nullptr && ctx.client->auth != nullptr &&
-        ctx.client->auth->loopback && !ctx.db->HasUsers()) {
-      return Status::OK();
-    }
+    // (MongoDB's localhost exception runs as the owner: the dispatcher.)
     return auth::UnauthorizedError("", name.c_str(), ctx.db_name,
                                    "command " + name + " requires authentication");
   }

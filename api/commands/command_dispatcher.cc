@@ -241,6 +241,10 @@ Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client,
       if (!client->auth->user.empty()) {
         auto p = db_->ResolvePrincipal(client->auth->user, client->auth->user_db);
         if (p.ok()) principal = *p;  // a user dropped since it authenticated is nobody
+      } else if (ctx.command_name == "createUser" && client->auth->loopback && !db_->HasUsers()) {
+        // MongoDB's localhost exception: with --auth and no user yet, a
+        // client on this machine creates the first one, as the owner.
+        principal = nullptr;
       }
     }
     ctx.principal = std::move(principal);

@@ -256,8 +256,12 @@ class StreamConnection final : public Connection {
  public:
   using Socket = typename Protocol::socket;
 
-  StreamConnection(WireServer::Impl* server, Strand strand, Socket socket, ClientInfo client)
-      : server_(server), strand_(strand), socket_(std::move(socket)), client_(std::move(client)) {}
+  StreamConnection(WireServer::Impl* server, Strand strand, Socket socket, ClientInfo client, bool loopback)
+      : server_(server), strand_(strand), socket_(std::move(socket)), client_(std::move(client)) {
+    auth_.enforce = server_->opts.auth;
+    auth_.loopback = loopback;
+    client_.auth = &auth_;
+  }
 
   int64_t client_id() const { return client_.connection_id; }
 
@@ -540,6 +544,7 @@ class StreamConnection final : public Connection {
   Strand strand_;
   Socket socket_;
   ClientInfo client_;
+  Auth auth_;  // the connection's authentication (client_.auth points here)
   State state_ = State::kIdle;
   std::atomic<int64_t> deadline_ms_{0};  // steady ms; read by the sweep
   const char* deadline_what_ = "";       // on the strand
@@ -557,18 +562,23 @@ class StreamConnection final : public Connection {
   int64_t await_deadline_ms_ = 0;
 };
 
+// Fills the addresses; returns whether the peer is on this machine (a
+// loopback address or the Unix socket, whose mode 0600 admits only the
+// server's user).
 template <typename Socket>
-void Describe(const Socket& s, ClientInfo* c, const std::string&) {
+bool Describe(const Socket& s, ClientInfo* c, const std::string&) {
   asio::error_code ec;
   tcp::endpoint peer = s.remote_endpoint(ec);
   c->peer = ec ? "unknown" : EndpointString(peer);
   tcp::endpoint local = s.local_endpoint(ec);
   c->me = ec ? "127.0.0.1:0" : EndpointString(local);
+  return !ec && peer.address().is_loopback();
 }
 
-void Describe(const asio::local::stream_protocol::socket&, ClientInfo* c, const std::string& path) {
+bool Describe(const asio::local::stream_protocol::socket&, ClientInfo* c, const std::string& path) {
   c->peer = "unix:" + path;
   c->me = path;
+  return true;
 }
 
 }  // namespace
@@ -648,7 +658,7 @@ void WireServer::Impl::Accept(Acceptor* acceptor) {
     client.set_name = opts.set_name;
     client.server = this;
     client.defer_waits = true;
-    Describe(socket, &client, opts.socket_path);
+    const bool loopback = Describe(socket, &client, opts.socket_path);
     if (OpenCount() >= opts.max_connections) {
       ++refused;
       Log("refusing connection from " + client.peer + ": " + std::to_string(opts.max_connections) +
@@ -657,7 +667,8 @@ void WireServer::Impl::Accept(Acceptor* acceptor) {
       socket.close(ignored);
     } else {
       ++total_created;
-      auto c = std::make_shared<StreamConnection<Protocol>>(this, strand, std::move(socket), std::move(client));
+      auto c = std::make_shared<StreamConnection<Protocol>>(this, strand, std::move(socket), std::move(client),
+                                                            loopback);
       Register(c->client_id(), c);
       c->Start();
     }
@@ -705,12 +716,12 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
   std::vector<asio::ip::address> addrs;
   for (const std::string& b : options.bind) RETURN_IF_ERROR(ResolveBind(b, &addrs));
   for (const asio::ip::address& a : addrs) {
-    if (!a.is_loopback() && !options.allow_remote_without_auth) {
+    if (!a.is_loopback() && !options.auth && !options.allow_remote_without_auth) {
       return Status(ErrorCode::kInvalidOptions,
                     "refusing to listen on " + a.to_string() +
-                        ": gatedb serve has no authentication yet, so it binds only to loopback addresses "
-                        "and a Unix socket unless --allowRemoteNoAuth says that anyone who can reach the address may "
-                        "read and write every database");
+                        ": without --auth anyone who can reach the address may read and write every database, so "
+                        "gatedb serve binds only to loopback addresses and a Unix socket unless --auth (clients "
+                        "authenticate with SCRAM-SHA-256) or --allowRemoteNoAuth says otherwise");
     }
   }
   auto impl = std::make_unique<Impl>();

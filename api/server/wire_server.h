@@ -46,8 +46,15 @@ struct ServerOptions {
   int port = 27017;
   // A Unix domain socket to listen on too (mode 0600); empty: none.
   std::string socket_path;
-  // There is no authentication yet: binding to an address that is not
-  // loopback is refused unless this is set (`--allowRemoteNoAuth`).
+  // `--auth`: every connection authenticates (SCRAM-SHA-256) before it
+  // runs anything but the handshake and ping, even while no user exists
+  // (then a loopback client may create the first user: MongoDB's localhost
+  // exception).  Once users exist, connections authenticate whether or not
+  // this is set.
+  bool auth = false;
+  // Binding to an address that is not loopback is refused unless
+  // authentication is enforced (`auth`) or this is set
+  // (`--allowRemoteNoAuth`).
   bool allow_remote_without_auth = false;
   // The replica set the server presents itself as the primary of.
   std::string set_name = "gatedb";
@@ -73,7 +80,7 @@ class WireServer {
  public:
   // Binds every address (and the socket) and starts serving `db`, which
   // must outlive the server.  Errors: InvalidOptions (an address that does
-  // not parse, a remote bind without allow_remote_without_auth),
+  // not parse, a remote bind without auth or allow_remote_without_auth),
   // InternalError (the address is in use, the socket cannot be made).
   static StatusOr<std::unique_ptr<WireServer>> Start(Database* db, ServerOptions options);
   ~WireServer();  // Stop()

@@ -1,7 +1,6 @@
 // The authorization model (privileges, built-in roles, principals) and
 // SCRAM-SHA-256 through libgsasl, with a real libgsasl client on the other
 // side of every conversation.
-#include <gsasl.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -9,6 +8,7 @@
 #include "engine/auth/principal.h"
 #include "engine/auth/privilege.h"
 #include "engine/auth/scram.h"
+#include "tests/testutil/scram_client.h"
 
 namespace gatedb {
 namespace auth {
@@ -233,40 +233,7 @@ TEST(RecordTest, UsersAndRolesRoundTrip) {
   EXPECT_EQ(back.custom_data.ToJson(), u.custom_data.ToJson());
 }
 
-// A libgsasl client: what a driver sends, computed by the same well-kept
-// library from the password.
-class Client {
- public:
-  Client(std::string user, std::string password) : user_(std::move(user)), password_(std::move(password)) {
-    gsasl_init(&ctx_);
-    gsasl_callback_set(ctx_, [](Gsasl*, Gsasl_session* s, Gsasl_property p) {
-      auto* self = static_cast<Client*>(gsasl_session_hook_get(s));
-      if (p == GSASL_AUTHID) return gsasl_property_set(s, p, self->user_.c_str());
-      if (p == GSASL_PASSWORD) return gsasl_property_set(s, p, self->password_.c_str());
-      return static_cast<int>(GSASL_NO_CALLBACK);
-    });
-    gsasl_client_start(ctx_, "SCRAM-SHA-256", &session_);
-    gsasl_session_hook_set(session_, this);
-  }
-  ~Client() {
-    gsasl_finish(session_);
-    gsasl_done(ctx_);
-  }
-  // The client's next message given the server's last ("" first); rc out.
-  std::string Step(const std::string& in, int* rc) {
-    char* out = nullptr;
-    size_t n = 0;
-    *rc = gsasl_step(session_, in.data(), in.size(), &out, &n);
-    std::string s = out ? std::string(out, n) : std::string();
-    gsasl_free(out);
-    return s;
-  }
-
- private:
-  std::string user_, password_;
-  Gsasl* ctx_ = nullptr;
-  Gsasl_session* session_ = nullptr;
-};
+using Client = test::ScramClient;
 
 ScramServer::Lookup Users(std::map<std::string, ScramCredentials>* users) {
   return [users](const std::string& name) -> std::optional<ScramCredentials> {

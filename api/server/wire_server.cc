@@ -3,8 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include <asio.hpp>
+#include <asio/ssl.hpp>
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +19,7 @@
 #include <deque>
 #include <map>
 #include <thread>
+#include <type_traits>
 
 #include "api/commands/command_dispatcher.h"
 #include "api/commands/command_util.h"
@@ -26,6 +34,13 @@ namespace {
 
 using asio::ip::tcp;
 using Strand = asio::strand<asio::io_context::executor_type>;
+using TlsStream = asio::ssl::stream<tcp::socket>;
+
+// Whether a connection's stream is TLS (then it handshakes first).
+template <typename Stream>
+struct IsTls : std::false_type {};
+template <typename Next>
+struct IsTls<asio::ssl::stream<Next>> : std::true_type {};
 
 std::string NowIso() {
   auto now = std::chrono::system_clock::now();
@@ -91,6 +106,9 @@ struct WireServer::Impl final : public ServerInfo {
   std::vector<std::thread> io_threads;
   std::vector<std::unique_ptr<tcp::acceptor>> tcp_acceptors;
   std::unique_ptr<asio::local::stream_protocol::acceptor> unix_acceptor;
+  // Set when the TCP listeners require TLS: one context for every
+  // connection, configured once in Start (ConfigureTls).
+  std::unique_ptr<asio::ssl::context> tls;
   std::vector<std::string> listening;
   int port = 0;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -251,10 +269,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   virtual void ReleaseParked() = 0;
 };
 
-template <typename Protocol>
+// Over a Stream: a TCP or Unix socket, or TLS over a TCP socket (TlsStream:
+// it handshakes before the first read; closing it closes the socket under
+// it).
+template <typename Stream>
 class StreamConnection final : public Connection {
  public:
-  using Socket = typename Protocol::socket;
+  using Socket = Stream;
+  static constexpr bool kTls = IsTls<Stream>::value;
 
   StreamConnection(WireServer::Impl* server, Strand strand, Socket socket, ClientInfo client, bool loopback)
       : server_(server), strand_(strand), socket_(std::move(socket)), client_(std::move(client)) {
@@ -263,14 +285,22 @@ class StreamConnection final : public Connection {
     client_.auth = &auth_;
   }
 
-  int64_t client_id() const { return client_.connection_id; }
-
   void Start() override {
     if (!server_->opts.quiet) {
       server_->Log("conn " + std::to_string(client_.connection_id) + " open from " + client_.peer + " (" +
                    std::to_string(server_->OpenCount()) + " open)");
     }
-    ReadStart();
+    // The first operation starts on the strand too, like every later one
+    // (a RequestStop posted meanwhile may have closed it already).
+    auto self = Self();
+    asio::post(strand_, [this, self] {
+      if (state_ == State::kClosed) return;
+      if constexpr (kTls) {
+        Handshake();
+      } else {
+        ReadStart();
+      }
+    });
   }
 
   void RequestStop() override {
@@ -317,6 +347,46 @@ class StreamConnection final : public Connection {
     deadline_ms_.store(ms > 0 ? SteadyMs() + ms : 0, std::memory_order_relaxed);
   }
 
+  // TLS: the handshake, within read_timeout_ms (the sweep closes a late
+  // one).  Idle meanwhile: a stop closes it at once.
+  void Handshake() {
+    state_ = State::kIdle;
+    SetDeadline(server_->opts.read_timeout_ms, "TLS handshake timeout");
+    auto self = Self();
+    socket_.async_handshake(asio::ssl::stream_base::server, [this, self](const asio::error_code& ec) {
+      if (state_ == State::kClosed) return;
+      if (ec) {
+        Close("TLS handshake failed: " + TlsError(ec));
+        return;
+      }
+      if (!server_->opts.quiet) {
+        SSL* ssl = socket_.native_handle();
+        std::string line = Prefix() + ": " + SSL_get_version(ssl) + " " + SSL_get_cipher_name(ssl);
+        if (X509* peer = SSL_get1_peer_certificate(ssl)) {
+          char name[256];
+          X509_NAME_oneline(X509_get_subject_name(peer), name, sizeof name);
+          line += std::string(", client certificate ") + name;
+          X509_free(peer);
+        }
+        server_->Log(line);
+      }
+      ReadStart();
+    });
+  }
+
+  // An OpenSSL error, with a hint for the usual cause: a client that does
+  // not speak TLS.
+  static std::string TlsError(const asio::error_code& ec) {
+    std::string m = ec.message();
+    if (ec.category() == asio::error::get_ssl_category() &&
+        (ERR_GET_REASON(static_cast<unsigned int>(ec.value())) == SSL_R_WRONG_VERSION_NUMBER ||
+         ERR_GET_REASON(static_cast<unsigned int>(ec.value())) == SSL_R_HTTP_REQUEST)) {
+      m += " (not a TLS client: this server requires TLS, connect with tls=true)";
+    }
+    if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) m = "the client closed the connection";
+    return m;
+  }
+
   void ReadStart() {
     if (stop_requested_) {
       Close("");
@@ -337,7 +407,9 @@ class StreamConnection final : public Connection {
   void OnHeaderBytes(const asio::error_code& ec, size_t n) {
     if (state_ == State::kClosed) return;
     if (ec) {
-      Close(ec == asio::error::eof || ec == asio::error::connection_reset ? "" : "read failed: " + ec.message());
+      Close(ec == asio::error::eof || ec == asio::error::connection_reset || ec == asio::ssl::error::stream_truncated
+                ? ""
+                : "read failed: " + ec.message());
       return;
     }
     server_->bytes_in += n;
@@ -353,7 +425,7 @@ class StreamConnection final : public Connection {
     MessageHeader h = DecodeHeader(header_);
     Status s = CheckHeader(h, server_->opts.max_message_bytes);
     if (!s.ok()) {
-      Close(LooksLikeTlsHandshake(header_) ? "a TLS handshake, but this server does not speak TLS "
+      Close(!kTls && LooksLikeTlsHandshake(header_) ? "a TLS handshake, but this server does not speak TLS "
                                              "(connect without tls=true)"
                                            : s.reason());
       return;
@@ -369,7 +441,8 @@ class StreamConnection final : public Connection {
                      [this, self](const asio::error_code& ec, size_t n) {
                        if (state_ == State::kClosed) return;
                        if (ec) {
-                         Close(ec == asio::error::eof ? "the client closed the connection inside a message"
+                         Close(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
+                                   ? "the client closed the connection inside a message"
                                                       : "read failed: " + ec.message());
                          return;
                        }
@@ -531,9 +604,10 @@ class StreamConnection final : public Connection {
     // The reason is logged before the client can see the close.
     if (!why.empty()) server_->Log(Prefix() + ": closing: " + why);
     deadline_ms_.store(0, std::memory_order_relaxed);
+    // TLS: no close_notify, the socket under it just closes.
     asio::error_code ignored;
-    socket_.shutdown(asio::socket_base::shutdown_both, ignored);
-    socket_.close(ignored);
+    socket_.lowest_layer().shutdown(asio::socket_base::shutdown_both, ignored);
+    socket_.lowest_layer().close(ignored);
     size_t left = server_->Unregister(client_.connection_id);
     if (!server_->opts.quiet) {
       server_->Log("conn " + std::to_string(client_.connection_id) + " closed (" + std::to_string(left) + " open)");
@@ -579,6 +653,24 @@ bool Describe(const asio::local::stream_protocol::socket&, ClientInfo* c, const 
   c->peer = "unix:" + path;
   c->me = path;
   return true;
+}
+
+// A TCP connection is TLS when the server has a TLS context; a Unix socket's
+// is always plaintext.
+std::shared_ptr<Connection> NewConnection(WireServer::Impl* s, Strand strand, tcp::socket socket, ClientInfo client,
+                                          bool loopback) {
+  if (s->tls) {
+    return std::make_shared<StreamConnection<TlsStream>>(s, strand, TlsStream(std::move(socket), *s->tls),
+                                                         std::move(client), loopback);
+  }
+  return std::make_shared<StreamConnection<tcp::socket>>(s, strand, std::move(socket), std::move(client), loopback);
+}
+
+std::shared_ptr<Connection> NewConnection(WireServer::Impl* s, Strand strand,
+                                          asio::local::stream_protocol::socket socket, ClientInfo client,
+                                          bool loopback) {
+  return std::make_shared<StreamConnection<asio::local::stream_protocol::socket>>(s, strand, std::move(socket),
+                                                                                  std::move(client), loopback);
 }
 
 }  // namespace
@@ -667,9 +759,9 @@ void WireServer::Impl::Accept(Acceptor* acceptor) {
       socket.close(ignored);
     } else {
       ++total_created;
-      auto c = std::make_shared<StreamConnection<Protocol>>(this, strand, std::move(socket), std::move(client),
-                                                            loopback);
-      Register(c->client_id(), c);
+      const int64_t id = client.connection_id;
+      std::shared_ptr<Connection> c = NewConnection(this, strand, std::move(socket), std::move(client), loopback);
+      Register(id, c);
       c->Start();
     }
     Accept(acceptor);
@@ -700,6 +792,89 @@ Status ResolveBind(const std::string& name, std::vector<asio::ip::address>* out)
   return Status::OK();
 }
 
+// What went wrong in OpenSSL: `ec` (asio took the first queued error) and
+// what is still queued, oldest first, as one line; the queue is left empty.
+std::string OpenSslErrors(const asio::error_code& ec = asio::error_code()) {
+  std::string out = ec ? ec.message() : "";
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    out += (out.empty() ? "" : "; ") + std::string(buf);
+  }
+  return out.empty() ? "no detail from OpenSSL" : out;
+}
+
+Status TlsFileError(const std::string& what, const std::string& path, const std::string& why) {
+  return Status(ErrorCode::kInvalidOptions, "cannot use " + path + " as " + what + ": " + why);
+}
+
+// The server's TLS context: TLS 1.2 or later, the certificate chain and key
+// from one PEM file (they must match), and, with a CA file, client
+// certificates asked for and verified when presented.
+StatusOr<std::unique_ptr<asio::ssl::context>> ConfigureTls(const ServerOptions& o) {
+  const std::string& pem = o.tls_certificate_key_file;
+  const char* kPem = "the TLS certificate key file (--tlsCertificateKeyFile)";
+  const char* kCa = "the TLS CA file (--tlsCAFile)";
+  // A missing file is named as such, before OpenSSL's less direct words.
+  for (const auto& [what, path] : {std::pair<const char*, const std::string*>{kPem, &pem}, {kCa, &o.tls_ca_file}}) {
+    if (path->empty()) continue;
+    if (::access(path->c_str(), R_OK) != 0) return TlsFileError(what, *path, std::strerror(errno));
+  }
+  ERR_clear_error();
+  std::unique_ptr<asio::ssl::context> ctx;
+  try {
+    ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  } catch (const std::exception& e) {
+    return Status(ErrorCode::kInternalError, std::string("cannot make a TLS context: ") + e.what());
+  }
+  SSL_CTX* native = ctx->native_handle();
+  asio::error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                       asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use,
+                   ec);
+  if (ec || SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
+    return Status(ErrorCode::kInternalError, "cannot set the TLS protocol versions: " + OpenSslErrors());
+  }
+  // An encrypted key is refused rather than asked for on the terminal.
+  ctx->set_password_callback([](size_t, asio::ssl::context::password_purpose) { return std::string(); }, ec);
+  ctx->use_certificate_chain_file(pem, ec);
+  if (ec) return TlsFileError(kPem, pem, "no PEM certificate could be read from it (" + OpenSslErrors(ec) + ")");
+  ctx->use_private_key_file(pem, asio::ssl::context::pem, ec);
+  if (ec && ec.category() == asio::error::get_ssl_category() &&
+      ERR_GET_REASON(static_cast<unsigned int>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) {
+    return TlsFileError(kPem, pem, "its private key does not match its certificate (" + OpenSslErrors(ec) + ")");
+  }
+  if (ec) {
+    return TlsFileError(kPem, pem,
+                        "no unencrypted PEM private key could be read from it (" + OpenSslErrors(ec) + ")");
+  }
+  if (SSL_CTX_check_private_key(native) != 1) {
+    return TlsFileError(kPem, pem, "its private key does not match its certificate (" + OpenSslErrors() + ")");
+  }
+  if (!o.tls_ca_file.empty()) {
+    ctx->load_verify_file(o.tls_ca_file, ec);
+    if (ec) {
+      return TlsFileError(kCa, o.tls_ca_file, "no PEM certificate could be read from it (" + OpenSslErrors(ec) + ")");
+    }
+    // The authorities are named in the CertificateRequest, so that a client
+    // holding several certificates picks one they signed.
+    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.tls_ca_file.c_str());
+    if (names == nullptr) {
+      return TlsFileError(kCa, o.tls_ca_file, "no PEM certificate could be read from it (" + OpenSslErrors() + ")");
+    }
+    SSL_CTX_set_client_CA_list(native, names);
+    // Verified when presented; a client without one is served
+    // (no verify_fail_if_no_peer_cert).
+    ctx->set_verify_mode(asio::ssl::verify_peer, ec);
+  } else {
+    ctx->set_verify_mode(asio::ssl::verify_none, ec);
+  }
+  if (ec) return Status(ErrorCode::kInternalError, "cannot set the TLS verify mode: " + ec.message());
+  ERR_clear_error();
+  return ctx;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOptions options) {
@@ -724,11 +899,27 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
                         "authenticate with SCRAM-SHA-256) or --allowRemoteNoAuth says otherwise");
     }
   }
+  if (!options.tls_ca_file.empty() && options.tls_certificate_key_file.empty()) {
+    return Status(ErrorCode::kInvalidOptions,
+                  "--tlsCAFile needs --tlsCertificateKeyFile: without a certificate the server does not speak TLS");
+  }
+  std::unique_ptr<asio::ssl::context> tls;
+  if (!options.tls_certificate_key_file.empty()) {
+    auto ctx = ConfigureTls(options);
+    if (!ctx.ok()) return ctx.status();
+    tls = std::move(*ctx);
+  }
+  const bool remote = std::any_of(addrs.begin(), addrs.end(), [](const asio::ip::address& a) { return !a.is_loopback(); });
   auto impl = std::make_unique<Impl>();
   impl->db = db;
   impl->dispatcher = db->rep()->dispatcher.get();
   impl->opts = std::move(options);
+  impl->tls = std::move(tls);
   Impl* s = impl.get();
+  if (remote && s->opts.auth && !s->tls) {
+    s->Log("warning: listening beyond loopback with --auth but without TLS: passwords are protected by "
+           "SCRAM-SHA-256, but commands and documents cross the network unencrypted (see --tlsCertificateKeyFile)");
+  }
   for (int i = 0; i < s->opts.io_threads; ++i) {
     s->ios.push_back(std::make_unique<asio::io_context>(1));
     s->works.push_back(asio::make_work_guard(*s->ios.back()));

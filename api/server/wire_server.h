@@ -22,6 +22,12 @@
 //    with a log line; the server and every other connection go on;
 //  - past max_connections, new connections are closed at once, logged.
 //
+// TLS (OpenSSL through asio::ssl): with tls_certificate_key_file set, every
+// TCP listener speaks only TLS (MongoDB's requireTLS), 1.2 or later; the
+// Unix socket stays plaintext.  A connection's handshake must finish within
+// read_timeout_ms; one that fails or is late closes that connection only.
+// The defences above apply to the decrypted messages.
+//
 // Thread safety: Start/Stop from one thread; everything else is internal.
 #ifndef GATEDB_API_SERVER_WIRE_SERVER_H_
 #define GATEDB_API_SERVER_WIRE_SERVER_H_
@@ -56,6 +62,17 @@ struct ServerOptions {
   // authentication is enforced (`auth`) or this is set
   // (`--allowRemoteNoAuth`).
   bool allow_remote_without_auth = false;
+  // `--tlsCertificateKeyFile`: a PEM file holding the server's certificate
+  // (its chain after it) and its unencrypted private key.  Set: every TCP
+  // listener requires TLS.  Empty: no TLS.
+  std::string tls_certificate_key_file;
+  // `--tlsCAFile` (needs a certificate key file): PEM certificates of the
+  // authorities client certificates must be signed by.  Set: the server
+  // asks for a client certificate and refuses the handshake of a client
+  // presenting one that does not verify; a client presenting none is still
+  // served (MongoDB's --tlsAllowConnectionsWithoutCertificates) and
+  // authenticates as usual.  Empty: client certificates are not asked for.
+  std::string tls_ca_file;
   // The replica set the server presents itself as the primary of.
   std::string set_name = "gatedb";
   size_t max_connections = 1000;
@@ -80,7 +97,8 @@ class WireServer {
  public:
   // Binds every address (and the socket) and starts serving `db`, which
   // must outlive the server.  Errors: InvalidOptions (an address that does
-  // not parse, a remote bind without auth or allow_remote_without_auth),
+  // not parse, a remote bind without auth or allow_remote_without_auth, a
+  // TLS certificate, key or CA file that is missing or unusable),
   // InternalError (the address is in use, the socket cannot be made).
   static StatusOr<std::unique_ptr<WireServer>> Start(Database* db, ServerOptions options);
   ~WireServer();  // Stop()

@@ -37,6 +37,14 @@ void PrintServeHelp(const char* default_dir) {
       "                         create the first one.  Once users exist, clients authenticate anyway.\n"
       "  --allowRemoteNoAuth    allow binding to non-loopback addresses without --auth: anyone who\n"
       "                         reaches them may read and write\n"
+      "  --tlsCertificateKeyFile PATH\n"
+      "                         serve TCP clients over TLS only (1.2 or later): PATH is a PEM file with\n"
+      "                         the certificate (then its chain) and its unencrypted private key.  The\n"
+      "                         Unix socket stays plaintext.\n"
+      "  --tlsCAFile PATH       with --tlsCertificateKeyFile: ask clients for a certificate and refuse\n"
+      "                         one not signed by these PEM authorities (clients without one are served)\n"
+      "  --tlsMode MODE         requireTLS (needs --tlsCertificateKeyFile) or disabled (the default\n"
+      "                         without it; with it, the certificate options are ignored)\n"
       "  --maxConns N           connections served at once (default 1000); more are refused\n"
       "  --workers N            threads running commands (default 8)\n"
       "  --readTimeoutMs N      a message must arrive whole within N ms of its first byte (default 30000)\n"
@@ -47,7 +55,9 @@ void PrintServeHelp(const char* default_dir) {
       "                         locks (default 60, as MongoDB)\n\n"
       "Example:\n"
       "  gatedb serve --db ./gatedb-data --port 27017 &\n"
-      "  mongosh 'mongodb://127.0.0.1:27017/test' --eval 'db.orders.insertOne({_id: 1})'\n",
+      "  mongosh 'mongodb://127.0.0.1:27017/test' --eval 'db.orders.insertOne({_id: 1})'\n"
+      "  gatedb serve --db ./gatedb-data --tlsCertificateKeyFile server.pem &\n"
+      "  mongosh 'mongodb://localhost:27017/test?tls=true&tlsCAFile=ca.pem' --eval 'db.orders.findOne()'\n",
       default_dir);
 }
 
@@ -86,6 +96,7 @@ int RunServe(int argc, char** argv, const char* default_dir, const Options& defa
   Options db_options = default_db_options;
   server::ServerOptions opts;
   std::string dir = default_dir;
+  std::string tls_mode;  // --tlsMode, when given
   for (int i = 0; i < argc; ++i) opts.argv.push_back(argv[i]);
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
@@ -126,6 +137,17 @@ int RunServe(int argc, char** argv, const char* default_dir, const Options& defa
       opts.auth = true;
     } else if (a == "--allowRemoteNoAuth") {
       opts.allow_remote_without_auth = true;
+    } else if (a == "--tlsCertificateKeyFile") {
+      opts.tls_certificate_key_file = need("--tlsCertificateKeyFile");
+    } else if (a == "--tlsCAFile") {
+      opts.tls_ca_file = need("--tlsCAFile");
+    } else if (a == "--tlsMode") {
+      tls_mode = need("--tlsMode");
+      if (tls_mode != "requireTLS" && tls_mode != "disabled") {
+        std::fprintf(stderr, "gatedb serve: --tlsMode is requireTLS or disabled, got '%s' (allowTLS and preferTLS "
+                             "are not supported)\n", tls_mode.c_str());
+        return 1;
+      }
     } else if (a == "--maxConns") {
       opts.max_connections = static_cast<size_t>(need_int("--maxConns", 1, 1000000));
     } else if (a == "--workers") {
@@ -155,6 +177,14 @@ int RunServe(int argc, char** argv, const char* default_dir, const Options& defa
       std::fprintf(stderr, "gatedb serve: unknown option '%s' (see gatedb serve --help)\n", a.c_str());
       return 1;
     }
+  }
+  if (tls_mode == "requireTLS" && opts.tls_certificate_key_file.empty()) {
+    std::fprintf(stderr, "gatedb serve: --tlsMode requireTLS needs --tlsCertificateKeyFile\n");
+    return 1;
+  }
+  if (tls_mode == "disabled") {
+    opts.tls_certificate_key_file.clear();
+    opts.tls_ca_file.clear();
   }
   opts.db_path = dir;
   RaiseDescriptorLimit();

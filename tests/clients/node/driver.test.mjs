@@ -8,9 +8,10 @@
 // test; the server must stop with status 0 at the end.
 
 import { describe, it, before, after } from 'node:test';
+import { rm } from 'node:fs/promises';
 import assert from 'node:assert/strict';
 import { MongoClient, MongoServerError, MongoBulkWriteError, ObjectId, Long, Double, BSON } from 'mongodb';
-import { startServer } from './gatedb_server.mjs';
+import { makeTlsCertificate, startServer } from './gatedb_server.mjs';
 import { ReplyDroppingProxy } from './reply_dropping_proxy.mjs';
 
 const DB = 'clienttest';
@@ -1026,5 +1027,47 @@ describe('gatedb serve with the Node.js driver', () => {
     const got = await Promise.all(waiting);
     for (const e of got) assert.deepEqual(e.documentKey, { _id: 1 });
     for (const s of streams) await s.close();
+  });
+});
+
+describe('gatedb serve over TLS with the Node.js driver', () => {
+  let tlsServer;
+  let cert;
+
+  before(async () => {
+    cert = await makeTlsCertificate();
+    tlsServer = await startServer({ extraArgs: ['--tlsCertificateKeyFile', cert.pemFile] });
+  });
+
+  after(async () => {
+    if (tlsServer) await tlsServer.stop();
+    if (cert) await rm(cert.dir, { recursive: true, force: true });
+  });
+
+  it('tls=true with tlsCAFile: a round trip, through replicaSet=gatedb and directConnection=true', T, async () => {
+    for (const form of ['replicaSet', 'direct']) {
+      const client = await connect(tlsServer.uri(form, `tls=true&tlsCAFile=${encodeURIComponent(cert.certFile)}`));
+      try {
+        const coll = client.db(DB).collection(`tls_${form}`);
+        await coll.insertOne({ _id: 1, secret: 'over TLS' });
+        assert.deepEqual(await coll.findOne({ _id: 1 }), { _id: 1, secret: 'over TLS', version: 0 });
+        const hello = await client.db('admin').command({ hello: 1 });
+        assert.equal(hello.setName, 'gatedb');
+      } finally {
+        await client.close();
+      }
+    }
+  });
+
+  it('a client without TLS, or one that does not trust the certificate, cannot connect', T, async () => {
+    const quick = { serverSelectionTimeoutMS: 2_000 };
+    await assert.rejects(connect(tlsServer.uri('direct'), quick), { name: 'MongoServerSelectionError' });
+    // Self-signed: not trusted without tlsCAFile.
+    await assert.rejects(connect(tlsServer.uri('direct', 'tls=true'), quick),
+      (e) => e.name === 'MongoServerSelectionError' && /self[- ]signed/i.test(e.message));
+    // The server goes on.
+    const client = await connect(tlsServer.uri('direct', `tls=true&tlsCAFile=${encodeURIComponent(cert.certFile)}`));
+    assert.deepEqual(await client.db('admin').command({ ping: 1 }), { ok: 1 });
+    await client.close();
   });
 });

@@ -11,9 +11,9 @@
 // Set GATEDB_TEST_VERBOSE=1 to run the server without --quiet and to copy
 // its stderr to this process's stderr as it comes.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -195,4 +195,20 @@ export async function startServer({ extraArgs = [], dir = null } = {}) {
   }
   if (server.port <= 0 || server.port > 65535) throw new Error(`bad port in ready line: ${server.port}`);
   return server;
+}
+
+// A self-signed certificate for localhost and 127.0.0.1 (EC P-256, valid two
+// days), made by the openssl command in a fresh temporary directory:
+// {dir, certFile (what clients trust: tlsCAFile), pemFile (certificate then
+// key: --tlsCertificateKeyFile)}. Remove dir when done.
+export async function makeTlsCertificate() {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'gatedb-tls-'));
+  const certFile = path.join(dir, 'cert.pem');
+  const keyFile = path.join(dir, 'key.pem');
+  const pemFile = path.join(dir, 'server.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost', '-days', '2',
+    '-keyout', keyFile, '-out', certFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  writeFileSync(pemFile, readFileSync(certFile, 'utf8') + readFileSync(keyFile, 'utf8'), { mode: 0o600 });
+  return { dir, certFile, pemFile };
 }

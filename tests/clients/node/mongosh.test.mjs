@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from './gatedb_server.mjs';
+import { makeTlsCertificate, startServer } from './gatedb_server.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MONGOSH = path.join(HERE, 'node_modules', '.bin', 'mongosh');
@@ -169,5 +169,41 @@ describe('gatedb serve with mongosh', () => {
                              b.fullDocument.n, typeof a._id._data]));
       cs.close();`);
     assert.equal(out.trim(), '["insert",1,"update",6,6,"string"]');
+  });
+});
+
+describe('gatedb serve over TLS with mongosh', () => {
+  let tlsServer;
+  let cert;
+
+  before(async () => {
+    // The first suite removed its HOME when it ended.
+    home = await mkdtemp(path.join(os.tmpdir(), 'gatedb-mongosh-home-'));
+    cert = await makeTlsCertificate();
+    tlsServer = await startServer({ extraArgs: ['--tlsCertificateKeyFile', cert.pemFile, '--tlsMode', 'requireTLS'] });
+  });
+
+  after(async () => {
+    if (tlsServer) await tlsServer.stop({ signal: 'SIGINT' });
+    if (cert) await rm(cert.dir, { recursive: true, force: true });
+    if (home) await rm(home, { recursive: true, force: true });
+  });
+
+  it('tls=true&tlsCAFile in the URI: insertOne and findOne round trip', T, async () => {
+    const uri = tlsServer.uri('replicaSet', `tls=true&tlsCAFile=${encodeURIComponent(cert.certFile)}`)
+      .replace('/?', '/shell_tls?');
+    const inserted = await ok(uri, 'db.c.insertOne({_id: 1, over: "tls"})');
+    assert.equal(inserted.trim(), '{ acknowledged: true, insertedId: 1 }');
+    const found = await ok(uri, 'EJSON.stringify(db.c.findOne({_id: 1}))');
+    assert.equal(found.trim(), '{"_id":1,"over":"tls","version":0}');
+  });
+
+  it('the shell\'s own TLS flags work too; without TLS mongosh fails', T, async () => {
+    const direct = tlsServer.uri('direct');
+    const r = await mongosh(direct, 'db.adminCommand({ping: 1}).ok', ['--tls', '--tlsCAFile', cert.certFile]);
+    assert.equal(r.code, 0, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    assert.equal(r.stdout.trim(), '1');
+    const plain = await mongosh(`${direct}&serverSelectionTimeoutMS=2000`, 'db.adminCommand({ping: 1}).ok');
+    assert.notEqual(plain.code, 0, `a plaintext mongosh connected: ${plain.stdout}`);
   });
 });

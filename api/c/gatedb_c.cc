@@ -165,6 +165,38 @@ GATEDB_OPTION_SETTER(sort_memory_bytes, uint64_t, sort_memory_bytes, static_cast
 #undef GATEDB_AS_BOOL
 #undef GATEDB_OPTION_SETTER
 
+void gatedb_options_set_identity(gatedb_options_t* o, const char* user, const char* user_db) {
+  if (o == nullptr) return;
+  try {
+    o->options.identity = gatedb::Identity{user != nullptr ? user : "", user_db != nullptr ? user_db : "admin"};
+  } catch (...) {
+    o->options.identity = gatedb::Identity();  // out of memory: no identity rather than half of one
+  }
+}
+
+void gatedb_options_set_unauthenticated_root(gatedb_options_t* o, int value) {
+  if (o != nullptr) o->options.unauthenticated_is_root = value != 0;
+}
+
+int32_t gatedb_open_as(gatedb_t* db, const char* user, const char* user_db, gatedb_t** out, char** errmsg) {
+  if (errmsg != nullptr) *errmsg = nullptr;
+  if (out == nullptr) return Fail(ErrorCode::kBadValue, "gatedb_open_as: out is NULL", errmsg);
+  *out = nullptr;
+  if (db == nullptr || user == nullptr || *user == '\0') {
+    return Fail(ErrorCode::kBadValue, "gatedb_open_as: db and user must not be NULL or empty", errmsg);
+  }
+  try {
+    auto view = db->db->As(gatedb::Identity{user, user_db != nullptr ? user_db : "admin"});
+    if (!view.ok()) return Fail(view.status().code(), view.status().reason(), errmsg);
+    *out = new gatedb_t{std::move(*view)};
+    return GATEDB_OK;
+  } catch (const std::bad_alloc&) {
+    return Fail(ErrorCode::kExceededMemoryLimit, "gatedb_open_as: out of memory", errmsg);
+  } catch (...) {
+    return Fail(ErrorCode::kInternalError, "gatedb_open_as: unexpected failure", errmsg);
+  }
+}
+
 int32_t gatedb_open(const char* path, const gatedb_options_t* options, gatedb_t** db, char** errmsg) {
   if (errmsg != nullptr) *errmsg = nullptr;
   if (db == nullptr) return Fail(ErrorCode::kBadValue, "gatedb_open: db is NULL", errmsg);

@@ -144,6 +144,7 @@ Status DropDatabaseCommand(CommandContext& ctx, bson_t* reply) {
 Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply) {
   Document filter;
   bool name_only = false;
+  bool authorized_only = false;
   bson_iter_t it;
   bson_iter_init(&it, ctx.cmd);
   bson_iter_next(&it);
@@ -155,8 +156,7 @@ Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply) {
     } else if (key == "nameOnly") {
       RETURN_IF_ERROR(ReadBool(&it, "listCollections.nameOnly", &name_only));
     } else if (key == "authorizedCollections") {
-      bool ignored;
-      RETURN_IF_ERROR(ReadBool(&it, "listCollections.authorizedCollections", &ignored));
+      RETURN_IF_ERROR(ReadBool(&it, "listCollections.authorizedCollections", &authorized_only));
     } else if (key == "cursor") {
       Document ignored;
       RETURN_IF_ERROR(ReadDocument(&it, "listCollections.cursor", &ignored));
@@ -173,7 +173,17 @@ Status ListCollectionsCommand(CommandContext& ctx, bson_t* reply) {
   BSON_APPEND_ARRAY_BEGIN(&cursor, "firstBatch", &batch);
   uint32_t i = 0;
   char keybuf[16];
+  // MongoDB's authorizedCollections: a caller without listCollections on
+  // the database sees the collections it holds some privilege on.
+  const bool filtered = ctx.principal && !ctx.principal->Can(auth::Action::kListCollections,
+                                                              auth::Target::Database(ctx.db_name));
+  if (filtered && !authorized_only) {
+    return ctx.principal->Check(auth::Action::kListCollections, auth::Target::Database(ctx.db_name),
+                                "execute command listCollections on " + ctx.db_name +
+                                    " (authorizedCollections: true lists the collections it may use)");
+  }
   for (const CollectionInfo& info : ctx.db->ListCollections(ctx.db_name)) {
+    if (filtered && !ctx.principal->HasAnyPrivilegeOn(info.ns.db, info.ns.coll)) continue;
     bson_t entry = BSON_INITIALIZER;
     AppendCollectionInfo(info, name_only, &entry);
     if (matcher->Matches(&entry)) {

@@ -60,7 +60,7 @@ const Rule kRules[] = {
     {"releaseLease", On::kCollection, Action::kUpdate},
     {"renameCollection", On::kCollection, Action::kRenameCollectionSameDB},  // both namespaces
     {"dropDatabase", On::kDatabase, Action::kDropDatabase},
-    {"listCollections", On::kDatabase, Action::kListCollections},
+    {"listCollections", On::kNone, Action::kListCollections},  // checked (and filtered) by the command
     {"dbStats", On::kDatabase, Action::kDbStats},
     {"dbstats", On::kDatabase, Action::kDbStats},
     {"createUser", On::kDatabase, Action::kCreateUser},

@@ -355,6 +355,14 @@ bool Principal::HasAnyPrivilegeOn(const std::string& db) const {
   return false;
 }
 
+bool Principal::HasAnyPrivilegeOn(const std::string& db, const std::string& coll) const {
+  const Target t = Target::Collection(db, coll);
+  for (const Privilege& p : privileges_) {
+    if (p.actions.any() && Covers(p.resource, t)) return true;
+  }
+  return false;
+}
+
 bool Principal::Can(Action action, const Target& target) const {
   const size_t bit = static_cast<size_t>(action);
   for (const Privilege& p : privileges_) {

@@ -102,6 +102,8 @@ class Principal {
 
   // Whether some privilege names database `db` (or every database).
   bool HasAnyPrivilegeOn(const std::string& db) const;
+  // Whether some privilege covers collection db.coll, for any action.
+  bool HasAnyPrivilegeOn(const std::string& db, const std::string& coll) const;
   // Whether some privilege grants `action` on `target`.
   bool Can(Action action, const Target& target) const;
   // Unauthorized 13 unless Can(): "not authorized on <db> to <what>", with

@@ -407,6 +407,68 @@ TEST_F(CApiTest, ExtendedJsonInAndOut) {
   EXPECT_EQ(Count(), 1);
 }
 
+// Agents through the C ABI: a handle acting as a user (gatedb_open_as) and
+// one opened with an identity are checked against the user's roles.
+TEST_F(CApiTest, HandlesActAsUsers) {
+  std::string out;
+  ASSERT_EQ(RunJson(R"({"createUser": "reader", "pwd": "r", "roles": [{"role": "read", "db": "t"}], "$db": "admin"})",
+                    &out), GATEDB_OK) << out;
+  ASSERT_EQ(RunJson(R"({"insert": "c", "documents": [{"_id": 1}], "$db": "t"})", &out), GATEDB_OK);
+  gatedb_t* reader = nullptr;
+  {
+    ErrMsg err;
+    ASSERT_EQ(gatedb_open_as(db_, "reader", nullptr, &reader, &err.p), GATEDB_OK) << err.str();
+  }
+  auto run = [&](gatedb_t* h, const char* json) {
+    char* reply = nullptr;
+    ErrMsg err;
+    int32_t rc = gatedb_command_json(h, json, GATEDB_JSON_RELAXED, &reply, &err.p);
+    out = reply != nullptr ? reply : "";
+    gatedb_free(reply);
+    return rc;
+  };
+  EXPECT_EQ(run(reader, R"({"find": "c", "filter": {}, "$db": "t"})"), GATEDB_OK) << out;
+  EXPECT_EQ(run(reader, R"({"insert": "c", "documents": [{"_id": 2}], "$db": "t"})"), 13) << out;
+  EXPECT_NE(out.find("\"agentId\" : \"reader\""), std::string::npos) << out;
+  gatedb_close(reader);  // the store stays open for db_
+  EXPECT_EQ(Count(), 1);
+  {
+    ErrMsg err;
+    gatedb_t* none = nullptr;
+    EXPECT_EQ(gatedb_open_as(db_, "nobody", "admin", &none, &err.p), 11);
+    EXPECT_EQ(none, nullptr);
+    EXPECT_NE(err.str().find("nobody"), std::string::npos);
+    EXPECT_EQ(gatedb_open_as(db_, nullptr, nullptr, &none, nullptr), 2);
+    EXPECT_EQ(gatedb_open_as(nullptr, "reader", nullptr, &none, nullptr), 2);
+    EXPECT_EQ(gatedb_open_as(db_, "reader", nullptr, nullptr, nullptr), 2);
+  }
+  // Reopened with an identity, and with strangers refused.
+  gatedb_close(db_);
+  db_ = nullptr;
+  gatedb_options_t* o = gatedb_options_create();
+  gatedb_options_set_identity(o, "reader", "admin");
+  gatedb_t* as_reader = nullptr;
+  {
+    ErrMsg err;
+    ASSERT_EQ(gatedb_open(dir_.path().c_str(), o, &as_reader, &err.p), GATEDB_OK) << err.str();
+  }
+  EXPECT_EQ(run(as_reader, R"({"delete": "c", "deletes": [{"q": {}, "limit": 0}], "$db": "t"})"), 13) << out;
+  gatedb_close(as_reader);
+  gatedb_options_set_identity(o, "ghost", nullptr);
+  gatedb_t* ghost = nullptr;
+  EXPECT_EQ(gatedb_open(dir_.path().c_str(), o, &ghost, nullptr), 11);
+  gatedb_options_set_identity(o, nullptr, nullptr);
+  gatedb_options_set_unauthenticated_root(o, 0);
+  gatedb_t* stranger = nullptr;
+  ASSERT_EQ(gatedb_open(dir_.path().c_str(), o, &stranger, nullptr), GATEDB_OK);
+  EXPECT_EQ(run(stranger, R"({"ping": 1})"), GATEDB_OK);
+  EXPECT_EQ(run(stranger, R"({"find": "c", "$db": "t"})"), 13) << out;
+  gatedb_close(stranger);
+  gatedb_options_destroy(o);
+  ASSERT_EQ(gatedb_open(dir_.path().c_str(), nullptr, &db_, nullptr), GATEDB_OK);
+  EXPECT_EQ(Count(), 1);
+}
+
 // Threads increment one counter through the version gate (basisVersion,
 // retried on VersionConflict): every acknowledged increment is there once.
 TEST_F(CApiTest, ConcurrentGatedWritesLoseNothing) {

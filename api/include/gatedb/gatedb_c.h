@@ -71,6 +71,14 @@ void gatedb_options_set_ttl_interval_ms(gatedb_options_t* options, int64_t value
 void gatedb_options_set_transaction_lifetime_ms(gatedb_options_t* options, int64_t value);
 void gatedb_options_set_cursor_timeout_ms(gatedb_options_t* options, int64_t value);
 void gatedb_options_set_sort_memory_bytes(gatedb_options_t* options, uint64_t value);
+/* Who calls through the opened handle (gatedb::Options::identity): a user
+ * made with createUser, by name and authentication database (NULL: "admin").
+ * Copied; a NULL or empty user clears it.  gatedb_open then fails with
+ * UserNotFound 11 when there is no such user. */
+void gatedb_options_set_identity(gatedb_options_t* options, const char* user, const char* user_db);
+/* Whether a handle without an identity is the owner, who may do anything
+ * (gatedb::Options::unauthenticated_is_root; default 1). */
+void gatedb_options_set_unauthenticated_root(gatedb_options_t* options, int value);
 
 /* Opens (by default creating) the data directory at `path`, a NUL-terminated
  * UTF-8 string.  `options` may be NULL for the defaults; it is only read
@@ -78,6 +86,13 @@ void gatedb_options_set_sort_memory_bytes(gatedb_options_t* options, uint64_t va
  * Errors: BadValue (a NULL path or db), InternalError (the directory cannot
  * be opened, or another process holds it), DataCorruptionDetected. */
 int32_t gatedb_open(const char* path, const gatedb_options_t* options, gatedb_t** db, char** errmsg);
+
+/* A second handle to db's store acting as user `user` of database `user_db`
+ * (NULL: "admin"), gatedb::Database::As: its commands are checked against
+ * that user's roles and its writes name it as the agent.  Close it with
+ * gatedb_close; the store stays open while any handle to it is open.
+ * Errors: BadValue (NULL arguments), UserNotFound 11. */
+int32_t gatedb_open_as(gatedb_t* db, const char* user, const char* user_db, gatedb_t** out, char** errmsg);
 
 /* Closes the handle and frees it; NULL is a no-op.  Open cursors and
  * uncommitted transactions of this handle are discarded. */

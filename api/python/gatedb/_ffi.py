@@ -34,6 +34,7 @@ OPTIONS = {
     "transaction_lifetime_ms": ctypes.c_int64,
     "cursor_timeout_ms": ctypes.c_int64,
     "sort_memory_bytes": ctypes.c_uint64,
+    "unauthenticated_root": ctypes.c_int,
 }
 
 JSON_RELAXED = 0
@@ -80,6 +81,8 @@ def _declare(L):
         "gatedb_command": (i32, [vp, ctypes.c_char_p, sz, p_vp, p_sz, p_vp]),
         "gatedb_command_json": (i32, [vp, ctypes.c_char_p, ctypes.c_int, p_vp, p_vp]),
         "gatedb_free": (None, [vp]),
+        "gatedb_options_set_identity": (None, [vp, ctypes.c_char_p, ctypes.c_char_p]),
+        "gatedb_open_as": (i32, [vp, ctypes.c_char_p, ctypes.c_char_p, p_vp, p_vp]),
     }
     for name, ctype in OPTIONS.items():
         sigs["gatedb_options_set_" + name] = (None, [vp, ctype])
@@ -114,7 +117,7 @@ class Handle:
     close raises InvalidOperation instead of touching freed memory.
     """
 
-    def __init__(self, path, options):
+    def __init__(self, path, options, identity=None):
         L = self._lib = lib()
         unknown = set(options) - set(OPTIONS)
         if unknown:
@@ -126,14 +129,36 @@ class Handle:
         try:
             for name, value in options.items():
                 getattr(L, "gatedb_options_set_" + name)(o, int(value))
+            if identity is not None:
+                L.gatedb_options_set_identity(o, identity[0].encode(), identity[1].encode())
             ptr, err = _c_void_p(), _c_void_p()
             rc = L.gatedb_open(os.fsencode(path), o, _byref(ptr), _byref(err))
             message = _take_string(L, err)
         finally:
             L.gatedb_options_destroy(o)
+        self._adopt(rc, ptr, message, "gatedb_open")
+
+    @classmethod
+    def as_user(cls, other, user, user_db):
+        """A handle to `other`'s store acting as (user, user_db): gatedb_open_as."""
+        self = cls.__new__(cls)
+        L = self._lib = other._lib
+        ptr, err = _c_void_p(), _c_void_p()
+        active = other._active
+        active.append(None)
+        try:
+            if other._ptr is None:
+                raise InvalidOperation("the database is closed")
+            rc = L.gatedb_open_as(other._ptr, user.encode(), user_db.encode(), _byref(ptr), _byref(err))
+        finally:
+            active.pop()
+        self._adopt(rc, ptr, _take_string(L, err), "gatedb_open_as")
+        return self
+
+    def _adopt(self, rc, ptr, message, what):
+        L = self._lib
         if rc != 0:
-            raise OperationFailure(message or "gatedb_open failed", rc,
-                                   {"ok": 0.0, "code": rc, "errmsg": message})
+            raise OperationFailure(message or what + " failed", rc, {"ok": 0.0, "code": rc, "errmsg": message})
         self._ptr = ptr.value
         self._active = []
         self._close_lock = threading.Lock()

@@ -17,18 +17,34 @@ class Database:
     error_if_exists, sync, lock_timeout_ms, block_cache_bytes,
     journal_retention_ms, journal_max_events, idempotency_retention_sec,
     ttl_interval_ms, transaction_lifetime_ms, cursor_timeout_ms,
-    sort_memory_bytes.  ``codec`` is "pure", "pymongo" or None (gatedb.codec
-    says which is chosen and which classes each returns).
+    sort_memory_bytes, unauthenticated_root.  ``user`` (and ``user_db``,
+    default "admin"): every call runs as that user, checked against its
+    roles; ``as_user`` gives more handles acting as others.  ``codec`` is
+    "pure", "pymongo" or None (gatedb.codec says which is chosen and which
+    classes each returns).
 
     Thread-safe: any number of threads may run commands at once; close()
     waits for the calls in flight, and a call after it raises
     InvalidOperation.  One process may open a directory once (RocksDB's lock).
     """
 
-    def __init__(self, path, *, codec=None, **options):
+    def __init__(self, path, *, codec=None, user=None, user_db="admin", **options):
         self.codec = _codec.get(codec)
         self.path = os.fspath(path)
-        self._handle = _ffi.Handle(path, options)
+        self.user = user
+        self._handle = _ffi.Handle(path, options, (user, user_db) if user else None)
+
+    def as_user(self, user, user_db="admin"):
+        """A Database on the same store acting as ``user`` (a user made with
+        createUser): its calls are checked against that user's roles and its
+        writes name it as the agent.  Close it on its own; the store stays
+        open while any of them is.  Raises OperationFailure (UserNotFound)."""
+        other = Database.__new__(Database)
+        other.codec = self.codec
+        other.path = self.path
+        other.user = user
+        other._handle = _ffi.Handle.as_user(self._handle, user, user_db)
+        return other
 
     def __repr__(self):
         return "gatedb.Database(%r, codec=%r)" % (self.path, self.codec.name)

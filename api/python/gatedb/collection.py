@@ -415,7 +415,8 @@ class Collection:
         """The collection's version field ("version" unless created with
         versionField), read once from listCollections."""
         if self._version_field is None:
-            reply = self._command({"listCollections": 1, "filter": {"name": self.name}})
+            reply = self._command({"listCollections": 1, "filter": {"name": self.name},
+                                   "authorizedCollections": True})
             batch = reply["cursor"]["firstBatch"]
             options = batch[0].get("options", {}) if batch else {}
             self._version_field = options.get("versionField") or "version"

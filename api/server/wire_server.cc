@@ -836,6 +836,13 @@ StatusOr<std::unique_ptr<asio::ssl::context>> ConfigureTls(const ServerOptions& 
   if (ec || SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
     return Status(ErrorCode::kInternalError, "cannot set the TLS protocol versions: " + OpenSslErrors());
   }
+  // A session resumed by a client is this server's: without a session id
+  // context, OpenSSL fails the handshake of any resumption once client
+  // certificates are verified.
+  static const unsigned char kSessionContext[] = "gatedb serve";
+  if (SSL_CTX_set_session_id_context(native, kSessionContext, sizeof kSessionContext - 1) != 1) {
+    return Status(ErrorCode::kInternalError, "cannot set the TLS session id context: " + OpenSslErrors());
+  }
   // An encrypted key is refused rather than asked for on the terminal.
   ctx->set_password_callback([](size_t, asio::ssl::context::password_purpose) { return std::string(); }, ec);
   ctx->use_certificate_chain_file(pem, ec);

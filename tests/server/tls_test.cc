@@ -125,9 +125,12 @@ class TlsClient {
     std::string ca_file;
     std::string cert_key_file;  // a client certificate to present
     int max_version = 0;        // e.g. TLS1_2_VERSION; 0: any
+    SSL_SESSION* resume = nullptr;  // a session to resume
   };
 
   ~TlsClient() {
+    // A close_notify first: a session freed without one is not resumable.
+    if (ssl_) SSL_shutdown(ssl_);
     if (ssl_) SSL_free(ssl_);
     if (ctx_) SSL_CTX_free(ctx_);
   }
@@ -139,14 +142,14 @@ class TlsClient {
     setsockopt(tcp_.fd(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(tcp_.fd(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     ctx_ = SSL_CTX_new(TLS_client_method());
-    if (cfg.max_version != 0) {
+    if (cfg.max_version != 0 && cfg.max_version < TLS1_2_VERSION) {
       // An old protocol is offered for real: OpenSSL 3 refuses it below
       // security level 0 on its own side.
       SSL_CTX_set_security_level(ctx_, 0);
       SSL_CTX_set_cipher_list(ctx_, "DEFAULT:@SECLEVEL=0");
       SSL_CTX_set_min_proto_version(ctx_, TLS1_VERSION);
-      SSL_CTX_set_max_proto_version(ctx_, cfg.max_version);
     }
+    if (cfg.max_version != 0) SSL_CTX_set_max_proto_version(ctx_, cfg.max_version);
     if (SSL_CTX_load_verify_locations(ctx_, cfg.ca_file.c_str(), nullptr) != 1) return Fail("bad CA file");
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
     if (!cfg.cert_key_file.empty() &&
@@ -157,6 +160,7 @@ class TlsClient {
     ssl_ = SSL_new(ctx_);
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), "127.0.0.1");
     SSL_set_fd(ssl_, tcp_.fd());
+    if (cfg.resume != nullptr) SSL_set_session(ssl_, cfg.resume);
     if (SSL_connect(ssl_) != 1) return Fail("handshake failed: " + Errors());
     return true;
   }
@@ -368,7 +372,7 @@ class TlsTest : public ::testing::Test {
   }
   std::string TlsUri() const { return Uri("tls=true&tlsCAFile=" + ca_file_); }
 
-  TlsClient::Config Trusting() const { return TlsClient::Config{ca_file_, "", 0}; }
+  TlsClient::Config Trusting() const { return TlsClient::Config{ca_file_, "", 0, nullptr}; }
 
   bool LogHas(const std::string& needle) {
     std::lock_guard<std::mutex> l(log_mu_);
@@ -584,13 +588,13 @@ TEST_F(TlsTest, TheUnixSocketStaysPlaintext) {
 TEST_F(TlsTest, TlsOlderThan12IsRefused) {
   StartServer(TlsOptions());
   TlsClient old;
-  bool served = old.Connect(port_, TlsClient::Config{ca_file_, "", TLS1_1_VERSION}) &&
+  bool served = old.Connect(port_, TlsClient::Config{ca_file_, "", TLS1_1_VERSION, nullptr}) &&
                 test::IntAt(old.Run(R"({"ping": 1, "$db": "admin"})").bson(), "ok") == 1;
   EXPECT_FALSE(served);
   EXPECT_TRUE(EventuallyLogHas("TLS handshake failed")) << LogText();
   // 1.2 is served.
   TlsClient v12;
-  ASSERT_TRUE(v12.Connect(port_, TlsClient::Config{ca_file_, "", TLS1_2_VERSION})) << v12.error();
+  ASSERT_TRUE(v12.Connect(port_, TlsClient::Config{ca_file_, "", TLS1_2_VERSION, nullptr})) << v12.error();
   EXPECT_EQ(test::IntAt(v12.Run(R"({"ping": 1, "$db": "admin"})").bson(), "ok"), 1);
   EXPECT_STREQ(SSL_get_version(v12.ssl()), "TLSv1.2");
 }
@@ -601,7 +605,7 @@ TEST_F(TlsTest, WithACaFileClientCertificatesAreVerifiedWhenPresented) {
   StartServer(o);
   {
     TlsClient c;
-    ASSERT_TRUE(c.Connect(port_, TlsClient::Config{ca_file_, client_pem_, 0})) << c.error();
+    ASSERT_TRUE(c.Connect(port_, TlsClient::Config{ca_file_, client_pem_, 0, nullptr})) << c.error();
     EXPECT_EQ(test::IntAt(c.Run(R"({"ping": 1, "$db": "admin"})").bson(), "ok"), 1);
     EXPECT_TRUE(EventuallyLogHas("client certificate /CN=agent-7")) << LogText();
   }
@@ -615,7 +619,7 @@ TEST_F(TlsTest, WithACaFileClientCertificatesAreVerifiedWhenPresented) {
     // A certificate our CA did not sign: refused (in TLS 1.3 the client
     // learns it at its first read).
     TlsClient c;
-    bool served = c.Connect(port_, TlsClient::Config{ca_file_, stranger_pem_, 0}) &&
+    bool served = c.Connect(port_, TlsClient::Config{ca_file_, stranger_pem_, 0, nullptr}) &&
                   test::IntAt(c.Run(R"({"ping": 1, "$db": "admin"})").bson(), "ok") == 1;
     EXPECT_FALSE(served);
     EXPECT_TRUE(EventuallyLogHas("certificate verify failed")) << LogText();
@@ -623,6 +627,33 @@ TEST_F(TlsTest, WithACaFileClientCertificatesAreVerifiedWhenPresented) {
   // libmongoc presenting the client certificate.
   EXPECT_EQ(MongocRoundTrip(TlsUri() + "&tlsCertificateKeyFile=" + client_pem_, true, 4), "");
   EXPECT_NE(MongocRoundTrip(TlsUri() + "&tlsCertificateKeyFile=" + stranger_pem_, false), "");
+}
+
+// A client resuming its session (as drivers' pools do) is served, also when
+// client certificates are verified: OpenSSL refuses that resumption unless
+// the server set a session id context.
+TEST_F(TlsTest, AResumedSessionIsServedWithACaFile) {
+  server::ServerOptions o = TlsOptions();
+  o.tls_ca_file = ca_file_;
+  StartServer(o);
+  for (int version : {TLS1_2_VERSION, TLS1_3_VERSION}) {
+    SSL_SESSION* session = nullptr;
+    {
+      TlsClient first;
+      ASSERT_TRUE(first.Connect(port_, TlsClient::Config{ca_file_, client_pem_, version, nullptr})) << first.error();
+      // TLS 1.3's ticket comes after the handshake: a reply read brings it.
+      EXPECT_EQ(test::IntAt(first.Run(R"({"ping": 1, "$db": "admin"})").bson(), "ok"), 1);
+      session = SSL_get1_session(first.ssl());
+      ASSERT_NE(session, nullptr);
+    }
+    TlsClient again;
+    bool connected = again.Connect(port_, TlsClient::Config{ca_file_, client_pem_, version, session});
+    SSL_SESSION_free(session);
+    ASSERT_TRUE(connected) << again.error() << "\n" << LogText();
+    EXPECT_EQ(SSL_session_reused(again.ssl()), 1) << version;
+    EXPECT_EQ(test::IntAt(again.Run(R"({"ping": 1, "$db": "admin"})").bson(), "ok"), 1) << LogText();
+  }
+  EXPECT_FALSE(LogHas("handshake failed")) << LogText();
 }
 
 TEST_F(TlsTest, AuthenticationWorksOverTls) {

@@ -55,6 +55,51 @@ std::unique_ptr<Database> OpenOrDie(const std::string& path, const SimConfig& cf
   return std::move(db).value();
 }
 
+// Intruders (--intruders N): agents that run the same operations as the
+// others through a handle acting as a user who may read everything and
+// write nothing (MongoDB's readAnyDatabase).  Every write they try must be
+// refused with Unauthorized, and none may land: the model never hears of
+// them, so the full checks find anything that did.
+class IntruderSink : public Sink {
+ public:
+  explicit IntruderSink(Violations* v) : v_(v) {}
+  void Begin(const Op&) override {}
+  void Executed(const Op& op, const OpResult& r) override {
+    if (r.outcome == Outcome::kDeclined) return;  // its own decision from what it read: no write
+    ++tried_;
+    if (r.outcome == Outcome::kError && r.error.find("Unauthorized") != std::string::npos) {
+      ++refused_;
+    } else {
+      v_->Add("intruder " + op.AgentId() + "'s " + OutcomeName(r.outcome) + " was not refused as Unauthorized: " +
+              r.error);
+    }
+  }
+  void End(const Op&) override {}
+  void Lease(const LeaseInterval& l) override {
+    v_->Add("intruder " + std::to_string(l.agent) + " held a lease");
+  }
+  int64_t tried() const { return tried_.load(); }
+  int64_t refused() const { return refused_.load(); }
+
+ private:
+  Violations* v_;
+  std::atomic<int64_t> tried_{0}, refused_{0};
+};
+
+Status MakeIntruders(Database* db, int first, int n) {
+  for (int i = first; i < first + n; ++i) {
+    auto cmd = Document::FromJson(R"({"createUser": ")" + Layout::AgentId(i) +
+                                  R"(", "pwd": "x", "roles": ["readAnyDatabase"], "$db": "admin"})");
+    if (!cmd.ok()) return cmd.status();
+    Document r = db->RunCommand(cmd->view());
+    bson_iter_t it;
+    if (!bson_iter_init_find(&it, r.bson(), "ok") || bson_iter_as_double(&it) != 1.0) {
+      return Status(ErrorCode::kInternalError, "createUser for an intruder: " + r.ToJson());
+    }
+  }
+  return Status::OK();
+}
+
 // Re-sends each agent's latest committed keyed writes after a reopen: each
 // must answer with its stored reply and change nothing.
 void ReplayAfterReopen(Database* db, const Layout& layout, const std::vector<std::unique_ptr<Agent>>& agents,
@@ -99,6 +144,10 @@ int Main(int argc, char** argv) {
             "check, a reopen, a check and re-sent keyed writes");
   flags.String("dir", &run.dir, "data directory (must be empty or absent); default: a fresh temporary directory");
   flags.Bool("keep", &run.keep, "keep the data directory even when every check passes");
+  int intruders = 0;
+  flags.Int("intruders", &intruders,
+            "also run this many agents as a read-only user: every write they try must be refused (Unauthorized) "
+            "and none may land");
   std::string error;
   if (!flags.Parse(argc, argv, &error)) {
     if (error.empty()) return 0;
@@ -160,6 +209,27 @@ int Main(int argc, char** argv) {
   for (int a = 0; a < cfg.agents; ++a) {
     agents.push_back(std::make_unique<Agent>(a, 0, cfg.seed, layout, cfg, *think, true, &sink, &model.stats, &v));
   }
+  // Intruders report to their own sink; what they find of their own
+  // (refused leases, fields that never changed) is theirs alone.
+  Violations intruder_noise;
+  SimStats intruder_stats;
+  IntruderSink intruder_sink(&v);
+  std::vector<std::unique_ptr<Agent>> intruder_agents;
+  if (intruders < 0 || intruders > 100) {
+    std::fprintf(stderr, "gatedb_sim: --intruders 0..100\n");
+    return 2;
+  }
+  if (intruders > 0) {
+    Status made = MakeIntruders(db.get(), cfg.agents, intruders);
+    if (!made.ok()) {
+      std::fprintf(stderr, "gatedb_sim: %s\n", made.ToString().c_str());
+      return 2;
+    }
+    for (int a = cfg.agents; a < cfg.agents + intruders; ++a) {
+      intruder_agents.push_back(std::make_unique<Agent>(a, 0, cfg.seed, layout, cfg, *think, true, &intruder_sink,
+                                                        &intruder_stats, &intruder_noise));
+    }
+  }
 
   int phases = std::max(1, run.reopen);
   int64_t invariants = 0, checks = 0, merges = 0, events = 0;
@@ -172,6 +242,19 @@ int Main(int argc, char** argv) {
     merges = r.facts.merges;
     events = r.facts.events;
     ++checks;
+    // Every refusal by permissions is an intruder's, and each refused
+    // attempt left exactly one such event.
+    int64_t refusals = 0;
+    for (const auto& [agent, n] : r.facts.unauthorized) {
+      refusals += n;
+      bool intruder = false;
+      for (int a = cfg.agents; a < cfg.agents + intruders; ++a) intruder |= agent == Layout::AgentId(a);
+      if (!intruder) v.Add("agent " + agent + " was refused by permissions, and it is not an intruder");
+    }
+    if (refusals != intruder_sink.refused()) {
+      v.Add("the journal holds " + std::to_string(refusals) + " refusals by permissions, the intruders saw " +
+            std::to_string(intruder_sink.refused()));
+    }
   };
   for (int phase = 0; phase < phases; ++phase) {
     v.set_context("phase " + std::to_string(phase + 1));
@@ -179,6 +262,16 @@ int Main(int argc, char** argv) {
     int64_t ops = cfg.ops > 0 ? (cfg.ops * (phase + 1)) / phases - (cfg.ops * phase) / phases : 0;
     std::vector<std::thread> threads;
     for (auto& agent : agents) threads.emplace_back([&, a = agent.get()] { a->Run(db.get(), stop, ops); });
+    for (auto& agent : intruder_agents) {
+      threads.emplace_back([&, a = agent.get()] {
+        auto as = db->As(Identity{Layout::AgentId(a->index()), "admin"});
+        if (!as.ok()) {
+          v.Add("intruder handle: " + as.status().ToString());
+          return;
+        }
+        a->Run(as->get(), stop, ops);
+      });
+    }
     if (cfg.ops == 0) {
       int64_t until = start + static_cast<int64_t>(cfg.seconds * 1000 * (phase + 1) / phases);
       while (SteadyMs() < until) SleepMicros(std::min<int64_t>(20000, (until - SteadyMs()) * 1000 + 1));
@@ -204,6 +297,11 @@ int Main(int argc, char** argv) {
   std::printf("%s", FormatStats(model.stats, merges).c_str());
   std::printf("  invariants      %lld checked in %lld full checks\n", static_cast<long long>(invariants),
               static_cast<long long>(checks));
+  if (intruders > 0) {
+    std::printf("  intruders       %d, %lld writes tried, %lld refused as Unauthorized\n", intruders,
+                static_cast<long long>(intruder_sink.tried()), static_cast<long long>(intruder_sink.refused()));
+    if (intruder_sink.tried() == 0) v.Add("the intruders tried no write");
+  }
   if (v.count() > 0) {
     std::printf("gatedb_sim: FAILED with %lld violations; the first:\n", static_cast<long long>(v.count()));
     for (const std::string& m : v.First(10)) std::printf("  %s\n", m.c_str());

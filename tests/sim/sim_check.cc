@@ -118,6 +118,14 @@ Status ScanJournal(Database* db, const Model& model, JournalFacts* f, Violations
       std::optional<int64_t> write_seq = SubInt(e, "writeContext.writeSeq");
       int c = L.CollIndex(ns);
       bool acct = L.IsAccountsNs(ns);
+      if (op == "conflict" && StrField(e, "code").value_or("") == "Unauthorized") {
+        // A write refused by permissions changed nothing and belongs to no
+        // operation of the model; gatedb_sim counts them against its intruders.
+        ++f->unauthorized[agent];
+        ++f->invariants;
+        if (BoolField(e, "gated") && !IntField(e, "basisVersion")) v->Add("malformed refusal event: " + ev.ToJson());
+        continue;
+      }
       if (c < 0 && !acct) {
         v->Add("journal event of an unknown namespace: " + ev.ToJson());
         continue;

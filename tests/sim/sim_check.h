@@ -38,6 +38,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <map>
+
 #include "gatedb/db.h"
 #include "tests/sim/sim_model.h"
 #include "tests/sim/sim_util.h"
@@ -56,6 +58,9 @@ struct JournalFacts {
   };
   std::unordered_map<uint64_t, PerOp> per_op;
   int64_t events = 0, setup_events = 0;
+  // Writes refused by permissions (code Unauthorized), by agent: only
+  // gatedb_sim's intruders are ever refused that way.
+  std::map<std::string, int64_t> unauthorized;
   uint64_t last_seq = 0;
   std::vector<int64_t> coll_conflicts, coll_gated_writes, coll_merges;
   int64_t merges = 0;

@@ -916,7 +916,8 @@ StatusOr<std::unique_ptr<WireServer>> WireServer::Start(Database* db, ServerOpti
     if (!ctx.ok()) return ctx.status();
     tls = std::move(*ctx);
   }
-  const bool remote = std::any_of(addrs.begin(), addrs.end(), [](const asio::ip::address& a) { return !a.is_loopback(); });
+  const bool remote =
+      std::any_of(addrs.begin(), addrs.end(), [](const asio::ip::address& a) { return !a.is_loopback(); });
   auto impl = std::make_unique<Impl>();
   impl->db = db;
   impl->dispatcher = db->rep()->dispatcher.get();

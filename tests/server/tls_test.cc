@@ -282,7 +282,9 @@ std::string MongocRoundTrip(const std::string& uri, bool round_trip, int id = 1)
   if (failure.empty() && round_trip) {
     mongoc_collection_t* coll = mongoc_client_get_collection(client, "test", "tls");
     bson_t* doc = BCON_NEW("_id", BCON_INT32(id), "via", BCON_UTF8("tls"));
-    if (!mongoc_collection_insert_one(coll, doc, nullptr, nullptr, &err)) failure = std::string("insert: ") + err.message;
+    if (!mongoc_collection_insert_one(coll, doc, nullptr, nullptr, &err)) {
+      failure = std::string("insert: ") + err.message;
+    }
     bson_destroy(doc);
     if (failure.empty()) {
       bson_t* filter = BCON_NEW("_id", BCON_INT32(id));

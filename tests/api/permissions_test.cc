@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "gatedb/db.h"
+#include "tests/testutil/permission_matrix.h"
 #include "tests/testutil/test_util.h"
 
 namespace gatedb {
@@ -24,21 +25,7 @@ class PermissionsTest : public ::testing::Test {
     auto db = Database::Open(dir_.path());
     ASSERT_OK(db);
     owner_ = std::move(*db);
-    // The email agent may set an order's status and notes (speaking for
-    // "email"), but not its price; the planner reads everything and writes
-    // nothing; the clerk inserts orders with item and qty only; the shop
-    // writer has MongoDB's readWrite.
-    Run(R"({"createRole": "orderStatus", "$db": "admin", "roles": [],
-            "privileges": [{"resource": {"db": "shop", "collection": "orders"}, "actions": ["find", "update"],
-                            "fields": ["status", "notes"], "sources": ["email"]}]})");
-    Run(R"({"createRole": "clerk", "$db": "admin", "roles": [],
-            "privileges": [{"resource": {"db": "shop", "collection": "orders"}, "actions": ["insert"],
-                            "fields": ["item", "qty"]}]})");
-    Run(R"({"createUser": "email", "pwd": "e-pass", "roles": [{"role": "orderStatus", "db": "admin"}], "$db": "admin"})");
-    Run(R"({"createUser": "planner", "pwd": "p-pass", "roles": [{"role": "read", "db": "shop"}], "$db": "admin"})");
-    Run(R"({"createUser": "clerk", "pwd": "c-pass", "roles": [{"role": "clerk", "db": "admin"}], "$db": "admin"})");
-    Run(R"({"createUser": "writer", "pwd": "w-pass", "roles": ["readWrite"], "$db": "shop"})");
-    Run(R"({"insert": "orders", "$db": "shop", "documents": [{"_id": 1, "status": "new", "price": 10, "notes": ""}]})");
+    for (const std::string& cmd : test::MatrixSetup()) Run(cmd);
   }
 
   void Run(const std::string& json) {
@@ -63,109 +50,21 @@ class PermissionsTest : public ::testing::Test {
   std::unique_ptr<Database> owner_;
 };
 
-// The command's code (0: ok), and for a write the first write error's.
-int Code(const Document& reply, std::string* path = nullptr) {
-  if (IntAt(reply.bson(), "ok") != 1) return static_cast<int>(IntAt(reply.bson(), "code"));
-  if (HasPath(reply.bson(), "writeErrors.0.code")) {
-    if (path) *path = StrAt(reply.bson(), "writeErrors.0.errInfo.path");
-    return static_cast<int>(IntAt(reply.bson(), "writeErrors.0.code"));
-  }
-  return 0;
-}
-
 TEST_F(PermissionsTest, MatrixOfRolesActionsAndPathsThroughCommands) {
-  struct Case {
-    const char* user;
-    const char* user_db;
-    const char* command;
-    int code;                // 0: allowed
-    const char* path = "";   // the refused path, for a path refusal
-  };
-  const Case cases[] = {
-      // reads
-      {"planner", "admin", R"({"find": "orders", "filter": {}, "$db": "shop"})", 0},
-      {"planner", "admin", R"({"count": "orders", "$db": "shop"})", 0},
-      {"email", "admin", R"({"find": "orders", "filter": {}, "$db": "shop"})", 0},
-      {"email", "admin", R"({"find": "customers", "filter": {}, "$db": "shop"})", 13},
-      {"clerk", "admin", R"({"find": "orders", "filter": {}, "$db": "shop"})", 13},
-      {"writer", "shop", R"({"find": "orders", "filter": {}, "$db": "shop"})", 0},
-      {"writer", "shop", R"({"find": "orders", "filter": {}, "$db": "crm"})", 13},
-      {"email", "admin", R"({"aggregate": "orders", "pipeline": [{"$lookup": {"from": "customers", "localField": "c",
-         "foreignField": "_id", "as": "c"}}], "cursor": {}, "$db": "shop"})", 13},
-      // inserts
-      {"planner", "admin", R"({"insert": "orders", "documents": [{"_id": 2}], "$db": "shop"})", 13},
-      {"email", "admin", R"({"insert": "orders", "documents": [{"_id": 2, "status": "x"}], "$db": "shop"})", 13},
-      {"clerk", "admin", R"({"insert": "orders", "documents": [{"_id": 3, "item": "pen", "qty": 2}], "$db": "shop"})", 0},
-      {"clerk", "admin", R"({"insert": "orders", "documents": [{"_id": 4, "item": "pen", "price": 1}], "$db": "shop"})",
-       13, "price"},
-      {"writer", "shop", R"({"insert": "orders", "documents": [{"_id": 5, "anything": 1}], "$db": "shop"})", 0},
-      // updates
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "paid"}}}],
-         "$db": "shop"})", 0},
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"price": 0}}}],
-         "$db": "shop"})", 13, "price"},
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"notes": "n", "price": 1}}}],
-         "$db": "shop"})", 13, "price"},
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "x"}},
-         "upsert": true}], "$db": "shop"})", 13},  // an upsert needs insert too
-      {"planner", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "x"}}}],
-         "$db": "shop"})", 13},
-      {"writer", "shop", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"price": 11}}}],
-         "$db": "shop"})", 0},
-      {"email", "admin", R"({"findAndModify": "orders", "query": {"_id": 1}, "update": {"$set": {"price": 2}},
-         "$db": "shop"})", 13},
-      {"email", "admin", R"({"findAndModify": "orders", "query": {"_id": 1}, "update": {"$set": {"status": "shipped"}},
-         "$db": "shop"})", 0},
-      // sources and the agent's name
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
-         "writeContext": {"source": "email"}, "$db": "shop"})", 0},
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
-         "writeContext": {"source": "human"}, "$db": "shop"})", 13},
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
-         "writeContext": {"agentId": "planner"}, "$db": "shop"})", 13},
-      {"email", "admin", R"({"update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$set": {"status": "s"}}}],
-         "writeContext": {"agentId": "email"}, "$db": "shop"})", 0},
-      // deletes
-      {"email", "admin", R"({"delete": "orders", "deletes": [{"q": {"_id": 1}, "limit": 1}], "$db": "shop"})", 13},
-      {"planner", "admin", R"({"delete": "orders", "deletes": [{"q": {"_id": 1}, "limit": 1}], "$db": "shop"})", 13},
-      {"writer", "shop", R"({"delete": "orders", "deletes": [{"q": {"_id": 5}, "limit": 1}], "$db": "shop"})", 0},
-      // catalog and administration
-      {"writer", "shop", R"({"createIndexes": "orders", "indexes": [{"key": {"status": 1}, "name": "s"}], "$db": "shop"})", 0},
-      {"planner", "admin", R"({"createIndexes": "orders", "indexes": [{"key": {"qty": 1}, "name": "q"}], "$db": "shop"})", 13},
-      {"planner", "admin", R"({"listIndexes": "orders", "$db": "shop"})", 0},
-      {"planner", "admin", R"({"drop": "orders", "$db": "shop"})", 13},
-      {"writer", "shop", R"({"collMod": "orders", "$db": "shop"})", 13},
-      {"writer", "shop", R"({"createUser": "x", "pwd": "x", "roles": [], "$db": "shop"})", 13},
-      {"writer", "shop", R"({"usersInfo": "writer", "$db": "shop"})", 0},   // one's own
-      {"writer", "shop", R"({"usersInfo": "email", "$db": "admin"})", 13},
-      {"planner", "admin", R"({"journal": 1, "afterSeq": 0})", 13},
-      {"planner", "admin", R"({"serverStatus": 1})", 13},
-      {"planner", "admin", R"({"ping": 1})", 0},
-      {"planner", "admin", R"({"connectionStatus": 1})", 0},
-  };
-  for (const Case& c : cases) {
+  for (const test::MatrixCase& c : test::MatrixCases()) {
     std::unique_ptr<Database> h = As(c.user, c.user_db);
     ASSERT_NE(h, nullptr);
     const Document before = Order();
     std::string path;
     Document reply = h->RunCommand(Json(c.command).view());
-    EXPECT_EQ(Code(reply, &path), c.code) << c.user << ": " << c.command << " -> " << reply.ToJson();
+    EXPECT_EQ(test::MatrixReplyCode(reply, &path), c.code) << c.user << ": " << c.command << " -> " << reply.ToJson();
     if (c.code == 13) {
       EXPECT_EQ(path, c.path) << c.command << " -> " << reply.ToJson();
       // Nothing of a refused write is stored.
       EXPECT_EQ(Order().ToJson(), before.ToJson()) << c.command;
     }
   }
-  // What the allowed writes did, and only that.
-  Document order = Order();
-  EXPECT_EQ(StrAt(order.bson(), "status"), "s");
-  EXPECT_EQ(IntAt(order.bson(), "price"), 11);
-  auto clerked = owner_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 3})").view());
-  ASSERT_OK(clerked);
-  EXPECT_TRUE(clerked->has_value());
-  auto refused = owner_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 4})").view());
-  ASSERT_OK(refused);
-  EXPECT_FALSE(refused->has_value());
+  test::ExpectMatrixOutcome(owner_.get());
 }
 
 TEST_F(PermissionsTest, RefusalsNameTheAgentActionAndPathAreJournaledAndCounted) {

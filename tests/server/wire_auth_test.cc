@@ -5,10 +5,12 @@
 // authentication in hello; the authenticated user as the agent; and
 // connections authenticating and writing at once.
 #include <atomic>
+#include <map>
 #include <thread>
 
 #include "api/server/wire_server.h"
 #include "tests/server/wire_test_client.h"
+#include "tests/testutil/permission_matrix.h"
 #include "tests/testutil/scram_client.h"
 #include "tests/testutil/test_util.h"
 
@@ -297,6 +299,34 @@ TEST_F(WireAuthTest, WrongPasswordsReplaysAndHostileSaslMessagesFail) {
   }
   WireClient alive = Connect();
   EXPECT_EQ(IntAt(Authenticate(alive, "admin", "a-pass").bson(), "ok"), 1);
+}
+
+// The in-process matrix of roles x actions x paths (permission_matrix.h),
+// each user on a connection of its own that authenticated with SCRAM.
+TEST_F(WireAuthTest, MatrixOfRolesActionsAndPathsOverTheWire) {
+  for (const std::string& cmd : test::MatrixSetup()) Owner(cmd);
+  StartServer(true);
+  std::map<std::string, WireClient> conns;
+  for (const test::MatrixCase& c : test::MatrixCases()) {
+    auto it = conns.find(c.user);
+    if (it == conns.end()) {
+      it = conns.emplace(c.user, Connect()).first;
+      Document done = Authenticate(it->second, c.user, c.password, true, c.user_db);
+      ASSERT_EQ(IntAt(done.bson(), "ok"), 1) << c.user << ": " << done.ToJson();
+    }
+    auto before = db_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+    ASSERT_OK(before);
+    Document reply = Run(it->second, c.command);
+    std::string path;
+    EXPECT_EQ(test::MatrixReplyCode(reply, &path), c.code) << c.user << ": " << c.command << " -> " << reply.ToJson();
+    if (c.code == 13) {
+      EXPECT_EQ(path, c.path) << c.command;
+      auto after = db_->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view());
+      ASSERT_OK(after);
+      EXPECT_EQ((*after)->ToJson(), (*before)->ToJson()) << c.command;
+    }
+  }
+  test::ExpectMatrixOutcome(db_.get());
 }
 
 TEST_F(WireAuthTest, TheFirstUserComesFromLoopbackOnly) {

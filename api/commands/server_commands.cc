@@ -178,6 +178,7 @@ Status GetParameterCommand(CommandContext& ctx, bson_t* reply) {
        [](const Options&, bson_t* out, const char* k) {
          bson_t a;
          bson_append_array_begin(out, k, -1, &a);
+         BSON_APPEND_UTF8(&a, "0", "SCRAM-SHA-256");
          bson_append_array_end(out, &a);
        }},
       {"cursorTimeoutMillis",

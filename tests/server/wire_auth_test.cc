@@ -218,6 +218,10 @@ TEST_F(WireAuthTest, SpeculativeAuthenticationInHello) {
   ASSERT_EQ(IntAt(cont.bson(), "ok"), 1) << cont.ToJson();
   EXPECT_TRUE(test::IntAt(cont.bson(), "done"));
   EXPECT_EQ(IntAt(Run(c, R"({"find": "orders", "$db": "shop"})").bson(), "ok"), 1);
+  // getParameter is the server's (root's); the agent is refused it.
+  EXPECT_EQ(IntAt(Run(c, R"({"getParameter": 1, "authenticationMechanisms": 1, "$db": "admin"})").bson(), "code"), 13);
+  Document mechs = db_->RunCommand(Json(R"({"getParameter": 1, "authenticationMechanisms": 1, "$db": "admin"})").view());
+  EXPECT_EQ(StrAt(mechs.bson(), "authenticationMechanisms.0"), "SCRAM-SHA-256") << mechs.ToJson();
   // No mechanisms are named for a user that does not exist.
   Document none = Run(c, R"({"hello": 1, "saslSupportedMechs": "admin.nobody", "$db": "admin"})");
   EXPECT_FALSE(test::HasPath(none.bson(), "saslSupportedMechs"));

@@ -1,7 +1,8 @@
 // Agents with roles over the wire, through the official Node driver and
 // mongosh: SCRAM-SHA-256 authentication (the driver's own, including its
-// speculative first step in the handshake), wrong passwords, an
-// unauthenticated client, and an agent refused a field it may not change.
+// speculative first step in the handshake), also over TLS with a
+// certificate made in the test, wrong passwords, an unauthenticated client,
+// and an agent refused a field it may not change.
 //
 //   GATEDB_BIN=build/api/gatedb node --test tests/clients/node/auth.test.mjs
 
@@ -13,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
-import { startServer } from './gatedb_server.mjs';
+import { makeTlsCertificate, startServer } from './gatedb_server.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const MONGOSH = path.join(HERE, 'node_modules', '.bin', 'mongosh');
@@ -125,6 +126,34 @@ describe('gatedb serve --auth with the Node driver and mongosh', () => {
       await assert.rejects(c.db('shop').collection('orders').findOne({}), (e) => e.code === 13);
       await assert.rejects(c.db('shop').collection('orders').insertOne({ _id: 9 }), (e) => e.code === 13);
     });
+  });
+
+  it('over TLS, the driver and mongosh authenticate with SCRAM-SHA-256', T, async () => {
+    const cert = await makeTlsCertificate();
+    const tls = await startServer({ extraArgs: ['--auth', '--tlsCertificateKeyFile', cert.pemFile] });
+    try {
+      const ca = encodeURIComponent(cert.certFile);
+      const base = `mongodb://127.0.0.1:${tls.port}/?directConnection=true&serverSelectionTimeoutMS=5000` +
+        `&tls=true&tlsCAFile=${ca}`;
+      // The localhost exception over TLS, then SCRAM over TLS.
+      await withClient(base, async (c) => {
+        await c.db('admin').command({ createUser: 'tls-agent', pwd: 't-pass', roles: [{ role: 'read', db: 'shop' }] });
+      });
+      const authed = base.replace('mongodb://', 'mongodb://tls-agent:t-pass@') + '&authSource=admin';
+      await withClient(authed, async (c) => {
+        const status = await c.db('admin').command({ connectionStatus: 1 });
+        assert.deepEqual(status.authInfo.authenticatedUsers, [{ user: 'tls-agent', db: 'admin' }]);
+        await assert.rejects(c.db('shop').collection('orders').insertOne({ _id: 1 }), (e) => e.code === 13);
+      });
+      const wrong = base.replace('mongodb://', 'mongodb://tls-agent:wrong@') + '&authSource=admin';
+      await assert.rejects(withClient(wrong, async () => {}), /Authentication failed/);
+      const r = await mongosh(authed, 'db.runCommand({connectionStatus: 1}).authInfo.authenticatedUsers[0].user');
+      assert.equal(r.code, 0, r.out);
+      assert.match(r.out, /tls-agent/);
+    } finally {
+      await tls.stop();
+      await rm(cert.dir, { recursive: true, force: true });
+    }
   });
 
   it('mongosh authenticates, reads as the planner and is refused a write', T, async () => {

@@ -39,9 +39,14 @@ cmake --build "$WORK/consumer" >"$WORK/consumer-build.log"
 "$WORK/consumer/consumer" "$WORK/db-cmake-shared"
 "$WORK/consumer/consumer_static" "$WORK/db-cmake-static"
 "$WORK/consumer/consumer_c" "$WORK/db-cmake-c" >/dev/null
-ldd "$WORK/consumer/consumer" | grep -q "libgatedb.so.0.2 => $LIBDIR/" ||
-  { echo "check_install: consumer does not load the installed libgatedb" >&2; ldd "$WORK/consumer/consumer" >&2; exit 1; }
-if ldd "$WORK/consumer/consumer_static" | grep -q libgatedb; then
+# (ldd's output is read whole first: `ldd | grep -q` under pipefail fails
+# whenever grep's early exit makes ldd die of SIGPIPE, as a longer list of
+# libraries made likelier.)
+libs=$(ldd "$WORK/consumer/consumer")
+grep -q "libgatedb.so.0.2 => $LIBDIR/" <<<"$libs" ||
+  { echo "check_install: consumer does not load the installed libgatedb" >&2; echo "$libs" >&2; exit 1; }
+static_libs=$(ldd "$WORK/consumer/consumer_static")
+if grep -q libgatedb <<<"$static_libs"; then
   echo "check_install: consumer_static loads libgatedb.so" >&2; exit 1
 fi
 # A version that is not 0.2 is refused.
@@ -86,7 +91,8 @@ PY
 )
 
 # 4. The CLI.
-echo '{"ping": 1}' | "$PREFIX/bin/gatedb" run --db "$WORK/db-cli" | grep -q '"ok" : 1'
+cli_reply=$(echo '{"ping": 1}' | "$PREFIX/bin/gatedb" run --db "$WORK/db-cli")
+grep -q '"ok" : 1' <<<"$cli_reply"
 echo "cli: ran"
 
 # 5. Exports.

@@ -267,6 +267,7 @@ TEST_F(PermissionsTest, ThreadsThroughTheGateLoseNothingAndRefusedWritesNeverLan
       Collection orders = h->GetCollection("shop", "orders");
       for (int i = 0; i < kPerAgent; ++i) {
         GatedWriteOptions o;
+        o.max_attempts = 100000;  // two writers of one document: many rounds under a sanitizer's slowness
         auto r = orders.WriteWithVersionGate(Json(R"({"_id": 1})").view(), [](const Document& cur) -> StatusOr<Document> {
           return Json("{\"$set\": {\"n\": " + std::to_string(IntAt(cur.bson(), "n") + 1) + "}}");
         }, o);

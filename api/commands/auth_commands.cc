@@ -123,18 +123,7 @@ void AppendUser(const auth::UserRecord& u, bool credentials, const CommandContex
   }
   if (privileges) {
     auto p = auth::Principal::Resolve(u, [&](const RoleName& n) { return ctx.db->GetRole(n.role, n.db); });
-    if (p.ok()) {
-      bson_t arr;
-      BSON_APPEND_ARRAY_BEGIN(&d, "inheritedPrivileges", &arr);
-      uint32_t i = 0;
-      for (const auth::Privilege& priv : (*p)->privileges()) {
-        char idx[16];
-        const char* ik = nullptr;
-        bson_uint32_to_string(i++, &ik, idx, sizeof idx);
-        auth::AppendPrivilege(priv, &arr, ik);
-      }
-      bson_append_array_end(&d, &arr);
-    }
+    if (p.ok()) auth::AppendPrivileges((*p)->privileges(), &d, "inheritedPrivileges");
   }
   bson_append_document_end(out, &d);
 }
@@ -481,18 +470,7 @@ Status RolesInfoCommand(CommandContext& ctx, bson_t* reply) {
     BSON_APPEND_UTF8(&d, "db", r.name.db.c_str());
     BSON_APPEND_BOOL(&d, "isBuiltin", auth::BuiltinRole(r.name).has_value());
     auth::AppendRoleNames(r.roles, &d, "roles");
-    if (privileges) {
-      bson_t privs;
-      BSON_APPEND_ARRAY_BEGIN(&d, "privileges", &privs);
-      uint32_t j = 0;
-      for (const auth::Privilege& p : r.privileges) {
-        char idx2[16];
-        const char* jk = nullptr;
-        bson_uint32_to_string(j++, &jk, idx2, sizeof idx2);
-        auth::AppendPrivilege(p, &privs, jk);
-      }
-      bson_append_array_end(&d, &privs);
-    }
+    if (privileges) auth::AppendPrivileges(r.privileges, &d, "privileges");
     bson_append_document_end(&arr, &d);
   }
   bson_append_array_end(reply, &arr);

@@ -118,10 +118,10 @@ std::string StringField(const bson_t* cmd, const char* name) {
   return bson_iter_utf8(&it, nullptr);
 }
 
-Status CheckNs(const auth::Principal& p, Action a, const std::string& db, const std::string& coll,
-               const std::string& command) {
-  if (coll.empty()) return p.Check(a, Target::Database(db), "execute command " + command + " on " + db);
-  return p.Check(a, Target::Collection(db, coll), "execute command " + command + " on " + db + "." + coll);
+// "not authorized on <db> to execute command <name> on <ns>".
+Status CheckCommandNs(const auth::Principal& p, Action a, const std::string& db, const std::string& coll,
+                      const std::string& command) {
+  return p.CheckNamespace(a, db, coll, "execute command " + command);
 }
 
 }  // namespace
@@ -162,7 +162,7 @@ Status AuthorizeCommand(const CommandContext& ctx) {
           return Status::OK();
         }
       }
-      return CheckNs(p, rule->action, ctx.db_name, "", name);
+      return CheckCommandNs(p, rule->action, ctx.db_name, "", name);
     case On::kCollection:
       break;
   }
@@ -171,27 +171,27 @@ Status AuthorizeCommand(const CommandContext& ctx) {
     for (const std::string& full : {FirstString(ctx.cmd), StringField(ctx.cmd, "to")}) {
       size_t dot = full.find('.');
       if (dot == std::string::npos) continue;  // the command refuses it
-      RETURN_IF_ERROR(CheckNs(p, rule->action, full.substr(0, dot), full.substr(dot + 1), name));
+      RETURN_IF_ERROR(CheckCommandNs(p, rule->action, full.substr(0, dot), full.substr(dot + 1), name));
     }
     return Status::OK();
   }
-  if (name == "getMore") return CheckNs(p, Action::kFind, ctx.db_name, StringField(ctx.cmd, "collection"), name);
+  if (name == "getMore") return CheckCommandNs(p, Action::kFind, ctx.db_name, StringField(ctx.cmd, "collection"), name);
   if (name == "explain") {
     bson_iter_t it, inner;
     if (bson_iter_init_find(&it, ctx.cmd, "explain") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
         bson_iter_recurse(&it, &inner) && bson_iter_next(&inner) && BSON_ITER_HOLDS_UTF8(&inner)) {
-      return CheckNs(p, Action::kFind, ctx.db_name, bson_iter_utf8(&inner, nullptr), name);
+      return CheckCommandNs(p, Action::kFind, ctx.db_name, bson_iter_utf8(&inner, nullptr), name);
     }
-    return CheckNs(p, Action::kFind, ctx.db_name, "", name);
+    return CheckCommandNs(p, Action::kFind, ctx.db_name, "", name);
   }
   std::string coll = FirstString(ctx.cmd);
   if (name == "aggregate" && coll.empty()) {
     // {aggregate: 1}: every collection of the database (a change stream of
     // the whole deployment on admin: every database).
     if (ctx.db_name == "admin") return p.Check(Action::kFind, Target::Cluster(), "execute command aggregate");
-    return CheckNs(p, Action::kFind, ctx.db_name, "", name);
+    return CheckCommandNs(p, Action::kFind, ctx.db_name, "", name);
   }
-  return CheckNs(p, rule->action, ctx.db_name, coll, name);
+  return CheckCommandNs(p, rule->action, ctx.db_name, coll, name);
 }
 
 }  // namespace commands

@@ -188,15 +188,8 @@ Status LeaseCommandImpl(CommandContext& ctx, bson_t* reply, int op) {
     }
   }
   if (!id) return MissingField(ctx.command_name, "_id");
-  if (ctx.principal) {
-    // The authenticated user is the agent: it holds leases in its own name.
-    if (wc.agent_id.empty()) wc.agent_id = ctx.principal->user();
-    if (wc.agent_id != ctx.principal->user()) {
-      return auth::UnauthorizedError(ctx.principal->user(), "update", ns.full(),
-                                     "writeContext.agentId \"" + wc.agent_id + "\" names another agent than the "
-                                     "authenticated user \"" + ctx.principal->user() + "\"");
-    }
-  }
+  // The authenticated user is the agent: it holds leases in its own name.
+  if (ctx.principal) RETURN_IF_ERROR(ctx.principal->ClaimAgent(&wc.agent_id, "update", ns.full()));
   StatusOr<LeaseInfo> r = op == 0   ? ctx.db->AcquireLease(ns, id->get(), ttl, wc.agent_id)
                           : op == 1 ? ctx.db->RenewLease(ns, id->get(), ttl, wc.agent_id)
                                     : ctx.db->ReleaseLease(ns, id->get(), wc.agent_id);

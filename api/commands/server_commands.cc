@@ -324,18 +324,8 @@ Status ConnectionStatusCommand(CommandContext& ctx, bson_t* reply) {
     bson_append_array_end(&auth, &roles);
   }
   if (privileges) {
-    bson_t priv;
-    BSON_APPEND_ARRAY_BEGIN(&auth, "authenticatedUserPrivileges", &priv);
-    if (p != nullptr) {
-      uint32_t i = 0;
-      for (const auth::Privilege& pr : p->privileges()) {
-        char idx[16];
-        const char* ik = nullptr;
-        bson_uint32_to_string(i++, &ik, idx, sizeof idx);
-        auth::AppendPrivilege(pr, &priv, ik);
-      }
-    }
-    bson_append_array_end(&auth, &priv);
+    auth::AppendPrivileges(p != nullptr ? p->privileges() : std::vector<auth::Privilege>(), &auth,
+                           "authenticatedUserPrivileges");
   }
   bson_append_document_end(reply, &auth);
   return Status::OK();

@@ -140,7 +140,7 @@ bool ChangeStream::done() const { return rep_ == nullptr || rep_->done; }
 
 StatusOr<ChangeStream> Collection::Watch(DocumentView pipeline, const ChangeStreamOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   ASSIGN_OR_RETURN(std::unique_ptr<ChangeStream::Rep> rep,
                    OpenStream(db_->rep_->db.get(), Namespace{db_name_, name_}, false, false, pipeline, options));
   return ChangeStream(std::move(rep));
@@ -151,7 +151,7 @@ StatusOr<ChangeStream> Database::Watch(std::string_view db, DocumentView pipelin
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
   if (caller) {
     RETURN_IF_ERROR(db.empty() ? caller->Check(auth::Action::kFind, auth::Target::Cluster(), "watch every database")
-                               : CheckCall(*caller, auth::Action::kFind, ns.db, ""));
+                               : caller->CheckNamespace(auth::Action::kFind, ns.db, ""));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ChangeStream::Rep> rep, OpenStream(rep_->db.get(), ns, true, db.empty(), pipeline, options));
   return ChangeStream(std::move(rep));

@@ -106,7 +106,7 @@ StatusOr<std::vector<Document>> Collection::Find(DocumentView filter, const Find
 StatusOr<std::vector<Document>> Collection::FindImpl(DocumentView filter, const FindOptions& options,
                                                      int64_t limit) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   if (options.lock_documents && options.txn == nullptr) {
     return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
   }
@@ -178,7 +178,7 @@ StatusOr<bool> Cursor::Next(Document* doc) {
 
 StatusOr<Cursor> Collection::FindCursor(DocumentView filter, const FindOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   if (options.lock_documents && options.txn == nullptr) {
     return Status(ErrorCode::kBadValue, "lock_documents needs a transaction");
   }
@@ -215,7 +215,7 @@ StatusOr<Cursor> Collection::FindCursor(DocumentView filter, const FindOptions& 
 
 StatusOr<Cursor> Collection::Aggregate(DocumentView pipeline, const AggregateOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   if (options.batch_size <= 0) return Status(ErrorCode::kBadValue, "batch_size must be positive");
   DBImpl* db = db_->rep_->db.get();
   auto rep = std::make_unique<Cursor::Rep>();
@@ -252,7 +252,7 @@ StatusOr<std::optional<Document>> Collection::FindOne(DocumentView filter, const
     // The agent's read of its basis: one point read, no matcher, no copies
     // of the request.
     ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-    if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+    if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
     return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) {
       return db_->rep_->db->FindById(Namespace{db_name_, name_}, id, scope);
     });
@@ -389,7 +389,7 @@ StatusOr<std::optional<Document>> Collection::FindOneAndDelete(DocumentView filt
 
 StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<int64_t> {
     CountRequest req;
     req.ns = Namespace{db_name_, name_};
@@ -404,7 +404,7 @@ StatusOr<int64_t> Collection::CountDocuments(DocumentView filter, const CountOpt
 
 StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, DocumentView filter, Transaction* txn) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   return InTxn(txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<std::vector<Value>> {
     DistinctRequest req;
     req.ns = Namespace{db_name_, name_};
@@ -418,7 +418,7 @@ StatusOr<std::vector<Value>> Collection::Distinct(std::string_view key, Document
 StatusOr<std::vector<std::string>> Collection::CreateIndexes(const std::vector<IndexModel>& indexes,
                                                              const std::function<void(uint64_t)>& progress) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kCreateIndex, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kCreateIndex, db_name_, name_));
   std::vector<Document> specs;
   std::vector<std::string> names;
   for (const IndexModel& m : indexes) {
@@ -444,13 +444,13 @@ StatusOr<std::string> Collection::CreateIndex(const IndexModel& index) {
 
 StatusOr<std::vector<Document>> Collection::ListIndexes() {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kListIndexes, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kListIndexes, db_name_, name_));
   return db_->rep_->db->ListIndexes(Namespace{db_name_, name_});
 }
 
 Status Collection::DropIndex(const std::string& name) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kDropIndex, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kDropIndex, db_name_, name_));
   ASSIGN_OR_RETURN(int was, db_->rep_->db->DropIndexes(Namespace{db_name_, name_}, {name}, nullptr));
   (void)was;
   return Status::OK();
@@ -458,7 +458,7 @@ Status Collection::DropIndex(const std::string& name) {
 
 StatusOr<Document> Collection::Explain(DocumentView filter, const FindOptions& options, const std::string& verbosity) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   ExplainRequest req;
   req.kind = ExplainRequest::Kind::kFind;
   req.verbosity = verbosity;
@@ -545,7 +545,7 @@ StatusOr<Lease> Collection::ReleaseLease(const Value& id, const std::string& hol
 
 StatusOr<std::vector<FieldVersions>> Collection::GetFieldVersions(DocumentView filter) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, db_->rep_->Caller(db_->identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, db_name_, name_));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, db_name_, name_));
   FindRequest req;
   req.ns = Namespace{db_name_, name_};
   req.filter = CopyOrEmpty(filter);

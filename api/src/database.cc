@@ -47,15 +47,9 @@ StatusOr<std::shared_ptr<const auth::Principal>> Database::Rep::Caller(const Ide
   return db->ResolvePrincipal(identity.user, identity.db);
 }
 
-Status CheckCall(const auth::Principal& caller, auth::Action action, const std::string& db, const std::string& coll) {
-  if (coll.empty()) return caller.Check(action, auth::Target::Database(db), std::string(auth::ActionName(action)) + " on " + db);
-  return caller.Check(action, auth::Target::Collection(db, coll),
-                      std::string(auth::ActionName(action)) + " on " + db + "." + coll);
-}
-
 Status CheckLeaseCall(const auth::Principal& caller, const std::string& db, const std::string& coll,
                       const std::string& holder) {
-  RETURN_IF_ERROR(CheckCall(caller, auth::Action::kUpdate, db, coll));
+  RETURN_IF_ERROR(caller.CheckNamespace(auth::Action::kUpdate, db, coll));
   if (holder != caller.user()) {
     return auth::UnauthorizedError(caller.user(), "update", db + "." + coll,
                                    "a lease is held in the caller's own name: \"" + holder + "\" is not the "
@@ -110,7 +104,7 @@ Collection Database::GetCollection(std::string_view db, std::string_view name) {
 Status Database::CreateCollection(std::string_view db, std::string_view name,
                                   const CreateCollectionOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kCreateCollection, std::string(db), std::string(name)));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kCreateCollection, std::string(db), std::string(name)));
   CollectionOptions o;
   o.version_field = options.version_field;
   o.max_basis_age_ms = options.max_basis_age_ms;
@@ -122,7 +116,7 @@ Status Database::CreateCollection(std::string_view db, std::string_view name,
 
 Status Database::DropCollection(std::string_view db, std::string_view name) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kDropCollection, std::string(db), std::string(name)));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kDropCollection, std::string(db), std::string(name)));
   return rep_->db->DropCollection(Namespace{std::string(db), std::string(name)});
 }
 
@@ -174,7 +168,7 @@ StatusOr<std::vector<Database::StoredWrite>> Database::IdempotencyStatus(const s
 StatusOr<ConflictStats> Database::GetConflictStats(std::string_view db, std::string_view collection,
                                                    uint64_t after_seq) {
   ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
-  if (caller) RETURN_IF_ERROR(CheckCall(*caller, auth::Action::kFind, std::string(db), std::string(collection)));
+  if (caller) RETURN_IF_ERROR(caller->CheckNamespace(auth::Action::kFind, std::string(db), std::string(collection)));
   ASSIGN_OR_RETURN(ConflictStatsResult r,
                    rep_->db->ConflictStats(Namespace{std::string(db), std::string(collection)}, after_seq));
   ConflictStats out;

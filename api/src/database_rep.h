@@ -31,10 +31,8 @@ struct Database::Rep {
   StatusOr<std::shared_ptr<const auth::Principal>> Caller(const Identity& identity) const;
 };
 
-// Unauthorized unless `caller` may do `action` on collection db.coll (coll
-// empty: on the database).  Callers skip it for the owner (a null
-// principal), so that the owner's calls build nothing.
-Status CheckCall(const auth::Principal& caller, auth::Action action, const std::string& db, const std::string& coll);
+// Callers check a principal with Principal::CheckNamespace and skip it for
+// the owner (a null principal), so that the owner's calls build nothing.
 // A lease is a write to its document, held in the caller's own name.
 Status CheckLeaseCall(const auth::Principal& caller, const std::string& db, const std::string& coll,
                       const std::string& holder);

@@ -285,16 +285,7 @@ Document EncodeRole(const RoleRecord& r) {
   BSON_APPEND_UTF8(out, "_id", id.c_str());
   BSON_APPEND_UTF8(out, "role", r.name.role.c_str());
   BSON_APPEND_UTF8(out, "db", r.name.db.c_str());
-  bson_t privs;
-  BSON_APPEND_ARRAY_BEGIN(out, "privileges", &privs);
-  uint32_t i = 0;
-  for (const Privilege& p : r.privileges) {
-    char idx[16];
-    const char* ik = nullptr;
-    bson_uint32_to_string(i++, &ik, idx, sizeof idx);
-    AppendPrivilege(p, &privs, ik);
-  }
-  bson_append_array_end(out, &privs);
+  AppendPrivileges(r.privileges, out, "privileges");
   AppendRoleNames(r.roles, out, "roles");
   return Document::Adopt(out);
 }
@@ -382,6 +373,25 @@ Status Principal::Check(Action action, const Target& target, const std::string& 
                            "not authorized on " + (target.cluster ? std::string("admin") : target.db) + " to " + what);
 }
 
+Status Principal::CheckNamespace(Action action, const std::string& db, const std::string& coll,
+                                 const std::string& what) const {
+  const std::string verb = what.empty() ? std::string(ActionName(action)) : what;
+  if (coll.empty()) return Check(action, Target::Database(db), verb + " on " + db);
+  return Check(action, Target::Collection(db, coll), verb + " on " + db + "." + coll);
+}
+
+Status Principal::ClaimAgent(std::string* agent_id, const char* action, const std::string& ns) const {
+  if (agent_id->empty() || *agent_id == user_) {
+    *agent_id = user_;
+    return Status::OK();
+  }
+  const std::string claimed = std::move(*agent_id);
+  *agent_id = user_;
+  return UnauthorizedError(user_, action, ns,
+                           "writeContext.agentId \"" + claimed + "\" names another agent than the authenticated "
+                           "user \"" + user_ + "@" + db_ + "\": the authenticated user is the agent");
+}
+
 std::optional<std::vector<std::string>> Principal::WritablePaths(Action action, const Target& target) const {
   const size_t bit = static_cast<size_t>(action);
   std::vector<std::string> paths;
@@ -404,13 +414,14 @@ bool Principal::MaySpeakFor(Action action, const Target& target, const std::stri
 }
 
 Status UnauthorizedError(const std::string& agent, const char* action, const std::string& ns, const std::string& why,
-                         const std::string* path, const std::string* source) {
+                         const std::string* path, const std::string* source, const Value* id) {
   bson_t* info = bson_new();
   BSON_APPEND_UTF8(info, "agentId", agent.c_str());
   BSON_APPEND_UTF8(info, "action", action);
   BSON_APPEND_UTF8(info, "ns", ns.c_str());
   if (path != nullptr) BSON_APPEND_UTF8(info, "path", path->c_str());
   if (source != nullptr) BSON_APPEND_UTF8(info, "source", source->c_str());
+  if (id != nullptr) id->AppendTo(info, "_id");
   return Status(ErrorCode::kUnauthorized, why, std::make_shared<const Document>(Document::Adopt(info)));
 }
 

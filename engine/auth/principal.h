@@ -27,6 +27,7 @@
 #include "engine/auth/privilege.h"
 #include "gatedb/document.h"
 #include "gatedb/status.h"
+#include "gatedb/value.h"
 
 namespace gatedb {
 namespace auth {
@@ -107,8 +108,17 @@ class Principal {
   // Whether some privilege grants `action` on `target`.
   bool Can(Action action, const Target& target) const;
   // Unauthorized 13 unless Can(): "not authorized on <db> to <what>", with
-  // errInfo {agentId, user, db, action, ns}.
+  // errInfo {agentId, action, ns}.
   Status Check(Action action, const Target& target, const std::string& what) const;
+  // Check() on collection db.coll, or on database db when coll is empty:
+  // "not authorized on <db> to <what> on <ns>" (what: the action's name
+  // when empty).
+  Status CheckNamespace(Action action, const std::string& db, const std::string& coll,
+                        const std::string& what = std::string()) const;
+  // The agent of a write this principal makes is its user: an empty
+  // *agent_id becomes the user's name; another name is Unauthorized (and
+  // *agent_id is the user's name still, for the refusal's record).
+  Status ClaimAgent(std::string* agent_id, const char* action, const std::string& ns) const;
   // The paths a write with `action` on (db, coll) may change: nullopt for
   // every path (some granting privilege is unrestricted), else the union of
   // the granting privileges' fields.  Call after Can().
@@ -125,9 +135,10 @@ class Principal {
 };
 
 // Unauthorized 13 with MongoDB's wording and gatedb's errInfo: {agentId,
-// action, ns[, path][, source]}.
+// action, ns[, path][, source][, _id]}.
 Status UnauthorizedError(const std::string& agent, const char* action, const std::string& ns, const std::string& why,
-                         const std::string* path = nullptr, const std::string* source = nullptr);
+                         const std::string* path = nullptr, const std::string* source = nullptr,
+                         const Value* id = nullptr);
 
 }  // namespace auth
 }  // namespace gatedb

@@ -209,6 +209,19 @@ void AppendPrivilege(const Privilege& p, bson_t* out, const char* key) {
   bson_append_document_end(out, &d);
 }
 
+void AppendPrivileges(const std::vector<Privilege>& privileges, bson_t* out, const char* key) {
+  bson_t arr;
+  BSON_APPEND_ARRAY_BEGIN(out, key, &arr);
+  uint32_t i = 0;
+  for (const Privilege& p : privileges) {
+    char idx[16];
+    const char* ik = nullptr;
+    bson_uint32_to_string(i++, &ik, idx, sizeof idx);
+    AppendPrivilege(p, &arr, ik);
+  }
+  bson_append_array_end(out, &arr);
+}
+
 bool PathAllowed(const std::optional<std::vector<std::string>>& allowed, std::string_view path) {
   if (!allowed) return true;
   for (const std::string& f : *allowed) {

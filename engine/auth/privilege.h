@@ -124,6 +124,8 @@ bool Covers(const Resource& r, const Target& t);
 Status ParsePrivilege(const bson_t* doc, Privilege* out);
 Status ParsePrivileges(const bson_t* array, std::vector<Privilege>* out);
 void AppendPrivilege(const Privilege& p, bson_t* out, const char* key);
+// The privileges as an array under `key`.
+void AppendPrivileges(const std::vector<Privilege>& privileges, bson_t* out, const char* key);
 
 // Whether a write changing `path` is allowed by `allowed` (nullopt: all):
 // path equal to or inside a listed path.

@@ -358,6 +358,11 @@ class DBImpl {
   Status CheckWritablePaths(const Collection& coll, std::string_view doc_key, const RecordView* rec,
                             const WriteGate& gate, const WriteOptionsInternal& w, auth::Action action,
                             const std::vector<std::string>& paths);
+  // The same for a new document (an insert, an upsert's insert): its
+  // top-level fields but _id and the version field.  Lists nothing when
+  // the gate restricts no path.
+  Status CheckInsertedPaths(const Collection& coll, std::string_view doc_key, const WriteGate& gate,
+                            const WriteOptionsInternal& w, const bson_t* doc, const std::string& version_field);
 
   // The request bodies, with the write options in force (a keyed request's
   // carry its scope).
@@ -574,7 +579,11 @@ class DBImpl {
 
   // Users and roles (db_impl_auth.cc).
   Status LoadUserCount();
-  Status PutAuthRecord(const char* space, const std::string& db, const std::string& name, const Document* value);
+  // Writes (value) or deletes (null) the record of `space` under (db, name)
+  // when its existence is `must_exist`, else returns `refusal`; every
+  // principal resolves again after.
+  Status ChangeAuthRecord(const char* space, const std::string& db, const std::string& name, bool must_exist,
+                          const Status& refusal, const Document* value) GATEDB_REQUIRES(auth_mu_);
   Mutex auth_mu_;  // serializes user and role changes
   std::atomic<int64_t> user_count_{0};
   mutable Mutex principals_mu_;

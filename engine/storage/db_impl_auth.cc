@@ -43,64 +43,78 @@ Status DBImpl::LoadUserCount() {
   return Status::OK();
 }
 
-Status DBImpl::PutAuthRecord(const char* space, const std::string& db, const std::string& name,
-                             const Document* value) {
-  Status s = value != nullptr ? PutSideRecord(nullptr, space, AuthKey(db, name), value->bson())
-                              : DeleteSideRecord(nullptr, space, AuthKey(db, name));
+Status DBImpl::ChangeAuthRecord(const char* space, const std::string& db, const std::string& name, bool must_exist,
+                                const Status& refusal, const Document* value) {
+  const std::string key = AuthKey(db, name);
+  ASSIGN_OR_RETURN(std::optional<Document> existing, GetSideRecord(nullptr, space, key));
+  if (existing.has_value() != must_exist) return refusal;
+  Status s = value != nullptr ? PutSideRecord(nullptr, space, key, value->bson()) : DeleteSideRecord(nullptr, space, key);
   MutexLock l(&principals_mu_);
   principals_.clear();  // every principal resolves again at its next call
   return s;
 }
 
+namespace {
+
+// The stored record of `space` under (db, name), decoded; nullopt when none.
+template <typename Record>
+StatusOr<std::optional<Record>> ReadAuthRecord(DBImpl* store, const char* space, const std::string& db,
+                                               const std::string& name, Status (*decode)(const bson_t*, Record*)) {
+  ASSIGN_OR_RETURN(std::optional<Document> doc, store->GetSideRecord(nullptr, space, AuthKey(db, name)));
+  if (!doc) return std::optional<Record>();
+  Record r;
+  RETURN_IF_ERROR(decode(doc->bson(), &r));
+  return std::optional<Record>(std::move(r));
+}
+
+// Every record of `space` in `db` ("" = every database), by database then name.
+template <typename Record>
+StatusOr<std::vector<Record>> ListAuthRecords(DBImpl* store, const char* space, const std::string& db,
+                                              Status (*decode)(const bson_t*, Record*)) {
+  std::vector<Record> out;
+  RETURN_IF_ERROR(store->ScanSideRecords(space, db.empty() ? std::string() : AuthKey(db, ""),
+                                         [&](std::string_view, DocumentView v) {
+                                           Record r;
+                                           RETURN_IF_ERROR(decode(v.bson(), &r));
+                                           out.push_back(std::move(r));
+                                           return Status::OK();
+                                         }));
+  return out;
+}
+
+}  // namespace
+
 Status DBImpl::CreateUser(const auth::UserRecord& user) {
   RETURN_IF_ERROR(ValidName("user", user.user));
   RETURN_IF_ERROR(ValidName("database", user.db));
+  const Document rec = auth::EncodeUser(user);
   MutexLock l(&auth_mu_);
-  ASSIGN_OR_RETURN(std::optional<Document> existing, GetSideRecord(nullptr, kUserSpace, AuthKey(user.db, user.user)));
-  if (existing) {
-    return Status(ErrorCode::kLocation51003, "User \"" + user.user + "@" + user.db + "\" already exists");
-  }
-  Document rec = auth::EncodeUser(user);
-  RETURN_IF_ERROR(PutAuthRecord(kUserSpace, user.db, user.user, &rec));
+  RETURN_IF_ERROR(ChangeAuthRecord(
+      kUserSpace, user.db, user.user, /*must_exist=*/false,
+      Status(ErrorCode::kLocation51003, "User \"" + user.user + "@" + user.db + "\" already exists"), &rec));
   user_count_.fetch_add(1, std::memory_order_acq_rel);
   return Status::OK();
 }
 
 Status DBImpl::UpdateUser(const auth::UserRecord& user) {
+  const Document rec = auth::EncodeUser(user);
   MutexLock l(&auth_mu_);
-  ASSIGN_OR_RETURN(std::optional<Document> existing, GetSideRecord(nullptr, kUserSpace, AuthKey(user.db, user.user)));
-  if (!existing) return UserNotFound(user.user, user.db);
-  Document rec = auth::EncodeUser(user);
-  return PutAuthRecord(kUserSpace, user.db, user.user, &rec);
+  return ChangeAuthRecord(kUserSpace, user.db, user.user, /*must_exist=*/true, UserNotFound(user.user, user.db), &rec);
 }
 
 Status DBImpl::DropUser(const std::string& user, const std::string& db) {
   MutexLock l(&auth_mu_);
-  ASSIGN_OR_RETURN(std::optional<Document> existing, GetSideRecord(nullptr, kUserSpace, AuthKey(db, user)));
-  if (!existing) return UserNotFound(user, db);
-  RETURN_IF_ERROR(PutAuthRecord(kUserSpace, db, user, nullptr));
+  RETURN_IF_ERROR(ChangeAuthRecord(kUserSpace, db, user, /*must_exist=*/true, UserNotFound(user, db), nullptr));
   user_count_.fetch_sub(1, std::memory_order_acq_rel);
   return Status::OK();
 }
 
 StatusOr<std::optional<auth::UserRecord>> DBImpl::GetUser(const std::string& user, const std::string& db) {
-  ASSIGN_OR_RETURN(std::optional<Document> rec, GetSideRecord(nullptr, kUserSpace, AuthKey(db, user)));
-  if (!rec) return std::optional<auth::UserRecord>();
-  auth::UserRecord u;
-  RETURN_IF_ERROR(auth::DecodeUser(rec->bson(), &u));
-  return std::optional<auth::UserRecord>(std::move(u));
+  return ReadAuthRecord<auth::UserRecord>(this, kUserSpace, db, user, auth::DecodeUser);
 }
 
 StatusOr<std::vector<auth::UserRecord>> DBImpl::ListUsers(const std::string& db) {
-  std::vector<auth::UserRecord> out;
-  std::string prefix = db.empty() ? std::string() : AuthKey(db, "");
-  RETURN_IF_ERROR(ScanSideRecords(kUserSpace, prefix, [&](std::string_view, DocumentView v) {
-    auth::UserRecord u;
-    RETURN_IF_ERROR(auth::DecodeUser(v.bson(), &u));
-    out.push_back(std::move(u));
-    return Status::OK();
-  }));
-  return out;
+  return ListAuthRecords<auth::UserRecord>(this, kUserSpace, db, auth::DecodeUser);
 }
 
 Status DBImpl::CreateRole(const auth::RoleRecord& role) {
@@ -110,48 +124,30 @@ Status DBImpl::CreateRole(const auth::RoleRecord& role) {
     return Status(ErrorCode::kBadValue, "Cannot create roles with the same name as a built-in role: " +
                                             role.name.full());
   }
+  const Document rec = auth::EncodeRole(role);
   MutexLock l(&auth_mu_);
-  ASSIGN_OR_RETURN(std::optional<Document> existing,
-                   GetSideRecord(nullptr, kRoleSpace, AuthKey(role.name.db, role.name.role)));
-  if (existing) return Status(ErrorCode::kLocation51002, "Role \"" + role.name.full() + "\" already exists");
-  Document rec = auth::EncodeRole(role);
-  return PutAuthRecord(kRoleSpace, role.name.db, role.name.role, &rec);
+  return ChangeAuthRecord(kRoleSpace, role.name.db, role.name.role, /*must_exist=*/false,
+                          Status(ErrorCode::kLocation51002, "Role \"" + role.name.full() + "\" already exists"), &rec);
 }
 
 Status DBImpl::UpdateRole(const auth::RoleRecord& role) {
+  const Document rec = auth::EncodeRole(role);
   MutexLock l(&auth_mu_);
-  ASSIGN_OR_RETURN(std::optional<Document> existing,
-                   GetSideRecord(nullptr, kRoleSpace, AuthKey(role.name.db, role.name.role)));
-  if (!existing) return RoleNotFound(role.name.role, role.name.db);
-  Document rec = auth::EncodeRole(role);
-  return PutAuthRecord(kRoleSpace, role.name.db, role.name.role, &rec);
+  return ChangeAuthRecord(kRoleSpace, role.name.db, role.name.role, /*must_exist=*/true,
+                          RoleNotFound(role.name.role, role.name.db), &rec);
 }
 
 Status DBImpl::DropRole(const std::string& role, const std::string& db) {
   MutexLock l(&auth_mu_);
-  ASSIGN_OR_RETURN(std::optional<Document> existing, GetSideRecord(nullptr, kRoleSpace, AuthKey(db, role)));
-  if (!existing) return RoleNotFound(role, db);
-  return PutAuthRecord(kRoleSpace, db, role, nullptr);
+  return ChangeAuthRecord(kRoleSpace, db, role, /*must_exist=*/true, RoleNotFound(role, db), nullptr);
 }
 
 StatusOr<std::optional<auth::RoleRecord>> DBImpl::GetRole(const std::string& role, const std::string& db) {
-  ASSIGN_OR_RETURN(std::optional<Document> rec, GetSideRecord(nullptr, kRoleSpace, AuthKey(db, role)));
-  if (!rec) return std::optional<auth::RoleRecord>();
-  auth::RoleRecord r;
-  RETURN_IF_ERROR(auth::DecodeRole(rec->bson(), &r));
-  return std::optional<auth::RoleRecord>(std::move(r));
+  return ReadAuthRecord<auth::RoleRecord>(this, kRoleSpace, db, role, auth::DecodeRole);
 }
 
 StatusOr<std::vector<auth::RoleRecord>> DBImpl::ListRoles(const std::string& db) {
-  std::vector<auth::RoleRecord> out;
-  std::string prefix = db.empty() ? std::string() : AuthKey(db, "");
-  RETURN_IF_ERROR(ScanSideRecords(kRoleSpace, prefix, [&](std::string_view, DocumentView v) {
-    auth::RoleRecord r;
-    RETURN_IF_ERROR(auth::DecodeRole(v.bson(), &r));
-    out.push_back(std::move(r));
-    return Status::OK();
-  }));
-  return out;
+  return ListAuthRecords<auth::RoleRecord>(this, kRoleSpace, db, auth::DecodeRole);
 }
 
 StatusOr<std::shared_ptr<const auth::Principal>> DBImpl::ResolvePrincipal(const std::string& user,

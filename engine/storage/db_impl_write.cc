@@ -73,13 +73,18 @@ Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, i
 
 }  // namespace
 
-// The paths an insert writes, for the permission check: every top-level
-// field but _id and the version field.
-static std::vector<std::string> InsertedPaths(const bson_t* doc, const std::string& version_field) {
-  std::vector<std::string> paths = TopLevelPaths(doc, version_field);
-  paths.erase(std::remove(paths.begin(), paths.end(), std::string("_id")), paths.end());
-  return paths;
+namespace {
+
+// The paths w's principal may change with `action` in `ns`: unset for
+// every path (some granting privilege is unrestricted, or there is no
+// principal: the owner).
+std::optional<std::vector<std::string>> WritablePathsOf(const WriteOptionsInternal& w, auth::Action action,
+                                                        const Namespace& ns) {
+  if (!w.principal) return std::nullopt;
+  return w.principal->WritablePaths(action, auth::Target::Collection(ns.db, ns.coll));
 }
+
+}  // namespace
 
 void BackoffBeforeRetry(int attempt) {
   if (attempt < 3) {
@@ -158,10 +163,7 @@ StatusOr<WriteGate> DBImpl::OpenGate(const Collection& coll, const bson_t* filte
   WriteGate gate;
   gate.basis_version = basis;
   gate.idiom = HasVersionEquality(filter, opts->version_field);
-  if (w.principal) {
-    gate.writable = w.principal->WritablePaths(auth::Action::kUpdate,
-                                               auth::Target::Collection(coll.info.ns.db, coll.info.ns.coll));
-  }
+  gate.writable = WritablePathsOf(w, auth::Action::kUpdate, coll.info.ns);
   RETURN_IF_ERROR(CheckBasisAge(coll, filter, gate, w));
   return gate;
 }
@@ -174,15 +176,9 @@ StatusOr<const WriteOptionsInternal*> DBImpl::AdmitWrite(const Namespace& ns,
   const auth::Principal& p = *req.principal;
   admitted->emplace(req);
   WriteOptionsInternal& w = **admitted;
-  if (w.context.agent_id.empty()) {
-    w.context.agent_id = p.user();
-  } else if (w.context.agent_id != p.user()) {
-    const std::string claimed = w.context.agent_id;
-    w.context.agent_id = p.user();  // the refusal is recorded as the real agent's
-    return RefuseUnauthorized(ns, {}, nullptr, nullptr, w, *actions.begin(), "",
-                              "writeContext.agentId \"" + claimed + "\" names another agent than the " +
-                                  "authenticated user \"" + p.user() + "@" + p.db() +
-                                  "\": the authenticated user is the agent");
+  Status agent = p.ClaimAgent(&w.context.agent_id, auth::ActionName(*actions.begin()), ns.full());
+  if (!agent.ok()) {  // recorded as the real agent's refusal
+    return RefuseUnauthorized(ns, {}, nullptr, nullptr, w, *actions.begin(), "", agent.reason());
   }
   const auth::Target target = auth::Target::Collection(ns.db, ns.coll);
   for (auth::Action a : actions) {
@@ -225,13 +221,9 @@ Status DBImpl::RefuseUnauthorized(const Namespace& ns, std::string_view doc_key,
   // Committed on its own, as a version conflict's event is (RefuseGatedWrite).
   Txn txn(db_, RocksWriteOptions(w));
   RETURN_IF_ERROR(CommitWithEvents(txn, &events));
-  Status s = auth::UnauthorizedError(w.context.agent_id, info.action, info.ns, why, path.empty() ? nullptr : &path,
-                                     w.context.source.empty() ? nullptr : &w.context.source);
-  if (!info.id) return s;
-  // Name the document too.
-  bson_t* ei = bson_copy(s.err_info()->bson());
-  info.id->AppendTo(ei, "_id");
-  return Status(s.code(), s.reason(), std::make_shared<const Document>(Document::Adopt(ei)));
+  return auth::UnauthorizedError(w.context.agent_id, info.action, info.ns, why, path.empty() ? nullptr : &path,
+                                 w.context.source.empty() ? nullptr : &w.context.source,
+                                 info.id ? &*info.id : nullptr);
 }
 
 Status DBImpl::CheckWritablePaths(const Collection& coll, std::string_view doc_key, const RecordView* rec,
@@ -247,6 +239,14 @@ Status DBImpl::CheckWritablePaths(const Collection& coll, std::string_view doc_k
                                   " of other paths only)");
   }
   return Status::OK();
+}
+
+Status DBImpl::CheckInsertedPaths(const Collection& coll, std::string_view doc_key, const WriteGate& gate,
+                                  const WriteOptionsInternal& w, const bson_t* doc, const std::string& version_field) {
+  if (!gate.writable) return Status::OK();  // the paths are listed only when some are off limits
+  std::vector<std::string> paths = TopLevelPaths(doc, version_field);
+  paths.erase(std::remove(paths.begin(), paths.end(), std::string("_id")), paths.end());
+  return CheckWritablePaths(coll, doc_key, nullptr, gate, w, auth::Action::kInsert, paths);
 }
 
 Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
@@ -560,9 +560,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   int64_t now = NowMs();
   Document writer = BuildWriterBlock(w.context, now);
   WriteGate insert_gate;  // not gated; the principal's writable paths
-  if (w.principal) {
-    insert_gate.writable = w.principal->WritablePaths(auth::Action::kInsert, auth::Target::Collection(info.ns.db, info.ns.coll));
-  }
+  insert_gate.writable = WritablePathsOf(w, auth::Action::kInsert, info.ns);
   while (i < req.documents.size() && !stop) {
     std::optional<Txn> local;
     if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
@@ -584,9 +582,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           s = DuplicateKeyError(info.ns, id);
         } else if (!rs.IsNotFound()) {
           s = FromRocks(rs);
-        } else if (!(s = CheckWritablePaths(*coll, key, nullptr, insert_gate, w, auth::Action::kInsert,
-                                            InsertedPaths(doc.bson(), opts->version_field)))
-                        .ok()) {
+        } else if (!(s = CheckInsertedPaths(*coll, key, insert_gate, w, doc.bson(), opts->version_field)).ok()) {
           // the principal may not write some of its fields
         } else if (!(s = CheckLease(txn, key, w.context)).ok()) {
           // leased by someone else
@@ -843,13 +839,9 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
       }
       return DuplicateKeyError(coll.info.ns, id);
     }
-    if (w.principal) {
-      WriteGate insert_gate;
-      insert_gate.writable = w.principal->WritablePaths(
-          auth::Action::kInsert, auth::Target::Collection(coll.info.ns.db, coll.info.ns.coll));
-      RETURN_IF_ERROR(CheckWritablePaths(coll, key, nullptr, insert_gate, w, auth::Action::kInsert,
-                                         InsertedPaths(doc.bson(), opts->version_field)));
-    }
+    WriteGate insert_gate;
+    insert_gate.writable = WritablePathsOf(w, auth::Action::kInsert, coll.info.ns);
+    RETURN_IF_ERROR(CheckInsertedPaths(coll, key, insert_gate, w, doc.bson(), opts->version_field));
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     RETURN_IF_ERROR(CheckValidation(*opts, nullptr, doc.bson(), w));
     RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, nullptr, doc.bson(), nullptr, w));

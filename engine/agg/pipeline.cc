@@ -95,11 +95,12 @@ class MatchStage : public Stage {
     for (;;) {
       ASSIGN_OR_RETURN(bool more, input_->Next(out));
       if (!more) return false;
-      if (!matcher_->HasExpr()) {
+      if (!matcher_->CanFail()) {
         if (matcher_->Matches(out->bson())) return true;
         continue;
       }
-      // $expr: its evaluation errors fail the aggregate, as in MongoDB.
+      // $expr's evaluation errors and regex limits fail the aggregate, as
+      // in MongoDB.
       EvalContext ctx;
       Bind(opts_, &ctx);
       ASSIGN_OR_RETURN(bool match, matcher_->MatchesOrError(out->bson(), &ctx));

@@ -489,7 +489,7 @@ StatusOr<std::unique_ptr<regex::RegexMatcher>> CompileRegexArg(const std::string
   if (pattern.find('\0') != std::string::npos) {
     return Err(51109, op + ": regular expression cannot contain an embedded null byte");
   }
-  StatusOr<std::unique_ptr<regex::RegexMatcher>> m = regex::RegexMatcher::CompileForFind(pattern, flags);
+  StatusOr<std::unique_ptr<regex::RegexMatcher>> m = regex::RegexMatcher::Compile(pattern, flags);
   if (!m.ok()) {
     if (m.status().code() == ErrorCode::kLocation51108) {
       return Err(51108, op + " invalid flag in regex options: " + m.status().reason().substr(m.status().reason().size() - 1));
@@ -577,10 +577,9 @@ class RegexExpression final : public Expression {
     return v.ok() ? *v : Value::Null();
   }
 
-  // The matcher works on bytes (engine/regex; PCRE's UTF mode is issue
-  // 19), so "." may match half of a character.  A match or capture that
-  // would cut a UTF-8 sequence is widened to whole characters, so that
-  // results are always valid strings.
+  // PCRE2 runs in UTF mode, so matches and captures are whole characters,
+  // except where a pattern uses \C (one byte); such a match or capture is
+  // widened to whole characters, so that results are always valid strings.
   static void WidenToCharacters(std::string_view s, size_t* offset, size_t* length) {
     size_t begin = *offset, end = *offset + *length;
     while (begin > 0 && IsContinuation(static_cast<unsigned char>(s[begin]))) --begin;
@@ -589,10 +588,11 @@ class RegexExpression final : public Expression {
     *length = end - begin;
   }
 
+  // A limit reached is MongoDB's 51156.
   StatusOr<bool> FindAt(const regex::RegexMatcher& m, std::string_view s, size_t pos,
                         regex::RegexMatcher::Match* match) const {
-    const regex::RegexMatcher::FindResult r = m.Find(s.data(), s.size(), pos, match);
-    if (r == regex::RegexMatcher::FindResult::kMatch) {
+    StatusOr<bool> r = m.Find(s.data(), s.size(), pos, match);
+    if (r.ok() && *r) {
       WidenToCharacters(s, &match->offset, &match->length);
       for (auto& [off, len] : match->groups) {
         if (off < 0) continue;
@@ -601,14 +601,9 @@ class RegexExpression final : public Expression {
         off = static_cast<std::ptrdiff_t>(o);
       }
     }
-    switch (r) {
-      case regex::RegexMatcher::FindResult::kMatch: return true;
-      case regex::RegexMatcher::FindResult::kNoMatch: return false;
-      case regex::RegexMatcher::FindResult::kSubjectTooLong: break;
-    }
-    return Status(ErrorCode::kBadValue,
-                  std::string(name_) + ": a pattern with back-references cannot be matched against a string "
-                                       "over 1 KiB yet (issue 19)");
+    if (r.ok()) return r;
+    return Err(51156, "Error occurred while executing the regular expression in " + std::string(name_) + ". " +
+                          r.status().reason().substr(r.status().reason().find("Result code")));
   }
 
   // {match: "...", idx: <code point index>, captures: [...]}

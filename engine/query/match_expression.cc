@@ -309,12 +309,19 @@ bool InExpression::MatchesValue(const bson_value_t& v, int64_t*) const {
   return false;
 }
 
+bool InExpression::MayFail() const {
+  for (const auto& re : regexes_) {
+    if (re->may_fail()) return true;
+  }
+  return false;
+}
+
 bool RegexExpression::Matches(const RegexMatcher& re, const bson_value_t& v) {
   switch (v.value_type) {
     case BSON_TYPE_UTF8:
-      return re.Search(v.value.v_utf8.str, v.value.v_utf8.len);
+      return ExprEvalScope::ValueOrRecord(re.Search(v.value.v_utf8.str, v.value.v_utf8.len));
     case BSON_TYPE_SYMBOL:
-      return re.Search(v.value.v_symbol.symbol, v.value.v_symbol.len);
+      return ExprEvalScope::ValueOrRecord(re.Search(v.value.v_symbol.symbol, v.value.v_symbol.len));
     case BSON_TYPE_REGEX:
       return re.pattern() == v.value.v_regex.regex &&
              re.flags() == (v.value.v_regex.options ? v.value.v_regex.options : "");
@@ -423,6 +430,12 @@ ExprEvalScope::ExprEvalScope(expression::EvalContext* ctx, Status* error)
 ExprEvalScope::~ExprEvalScope() { tls_expr_scope = outer_; }
 
 ExprEvalScope* ExprEvalScope::Current() { return tls_expr_scope; }
+
+bool ExprEvalScope::ValueOrRecord(const StatusOr<bool>& r) {
+  if (r.ok()) return *r;
+  if (tls_expr_scope != nullptr) tls_expr_scope->Record(r.status());
+  return false;
+}
 
 bool ExprMatchExpression::MatchesDocument(const uint8_t* data, uint32_t len, int64_t*) const {
   bson_value_t doc = {};

@@ -111,12 +111,23 @@ class MatchExpression {
   virtual bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const = 0;
   // The node against one value (BSON_TYPE_EOD for a missing one).
   virtual bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const = 0;
+  // True when matching can fail with an error (an $expr's evaluation, a
+  // regex reaching a PCRE2 limit) somewhere in this subtree.  Such errors
+  // are recorded in the current ExprEvalScope (see below).
+  virtual bool MayFail() const { return false; }
 
  private:
   const ExprKind kind_;
 };
 
 using ExprPtr = std::unique_ptr<MatchExpression>;
+
+inline bool AnyMayFail(const std::vector<ExprPtr>& nodes) {
+  for (const ExprPtr& n : nodes) {
+    if (n->MayFail()) return true;
+  }
+  return false;
+}
 
 // $and, $or, $nor (and the implicit $and of a filter's fields).  An empty
 // $and matches everything.
@@ -129,6 +140,7 @@ class ListExpression final : public MatchExpression {
   void Add(ExprPtr child) { children_.push_back(std::move(child)); }
   const std::vector<ExprPtr>& children() const { return children_; }
   std::vector<ExprPtr>* mutable_children() { return &children_; }
+  bool MayFail() const override { return AnyMayFail(children_); }
 
  private:
   std::vector<ExprPtr> children_;
@@ -139,6 +151,7 @@ class NotExpression final : public MatchExpression {
   explicit NotExpression(ExprPtr child) : MatchExpression(ExprKind::kNot), child_(std::move(child)) {}
   bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const override;
   bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+  bool MayFail() const override { return child_->MayFail(); }
 
  private:
   ExprPtr child_;
@@ -164,6 +177,7 @@ class RootExpression final : public MatchExpression {
     return child_->MatchesValue(value, elem_key);
   }
   const MatchExpression* child() const { return child_.get(); }
+  bool MayFail() const override { return child_->MayFail(); }
 
  private:
   bson_t* backing_;  // owned
@@ -212,6 +226,7 @@ class InExpression final : public PathExpression {
   bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
   const std::vector<ValueRef>& equalities() const { return equalities_; }
   size_t regex_count() const { return regexes_.size(); }
+  bool MayFail() const override;
 
  private:
   std::vector<ValueRef> equalities_;  // sorted by CompareValues, unique
@@ -224,7 +239,10 @@ class RegexExpression final : public PathExpression {
   RegexExpression(std::string_view path, std::unique_ptr<RegexMatcher> re)
       : PathExpression(ExprKind::kRegex, path, true), re_(std::move(re)) {}
   bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
-  // The shared test used by $regex and $in's regexes.
+  bool MayFail() const override { return re_->may_fail(); }
+  // The shared test used by $regex and $in's regexes: a string matches the
+  // pattern, a BSON regex equals it.  A PCRE2 limit reached is recorded in
+  // the current ExprEvalScope and does not match.
   static bool Matches(const RegexMatcher& re, const bson_value_t& value);
 
  private:
@@ -277,6 +295,7 @@ class ElemMatchObjectExpression final : public PathExpression {
   ElemMatchObjectExpression(std::string_view path, ExprPtr sub)
       : PathExpression(ExprKind::kElemMatchObject, path, false), sub_(std::move(sub)) {}
   bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+  bool MayFail() const override { return sub_->MayFail(); }
 
  private:
   ExprPtr sub_;
@@ -288,6 +307,7 @@ class ElemMatchValueExpression final : public PathExpression {
   ElemMatchValueExpression(std::string_view path, std::vector<ExprPtr> subs)
       : PathExpression(ExprKind::kElemMatchValue, path, false), subs_(std::move(subs)) {}
   bool MatchesValue(const bson_value_t& value, int64_t* elem_key) const override;
+  bool MayFail() const override { return AnyMayFail(subs_); }
 
  private:
   std::vector<ExprPtr> subs_;
@@ -310,6 +330,7 @@ class ExprMatchExpression final : public MatchExpression {
       : MatchExpression(ExprKind::kExpr), expr_(std::move(expr)), now_ms_(now_ms) {}
   bool MatchesDocument(const uint8_t* data, uint32_t len, int64_t* elem_key) const override;
   bool MatchesValue(const bson_value_t&, int64_t*) const override { return false; }
+  bool MayFail() const override { return true; }
 
  private:
   std::unique_ptr<expression::Expression> expr_;
@@ -331,6 +352,10 @@ class ExprEvalScope {
   }
   // The innermost scope on this thread, or null.
   static ExprEvalScope* Current();
+  // *r when it holds a value; else records the error in the current scope
+  // (if any) and returns false: how a regex limit reached inside a match
+  // fails the match.
+  static bool ValueOrRecord(const StatusOr<bool>& r);
 
  private:
   expression::EvalContext* ctx_;

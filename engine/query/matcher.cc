@@ -57,6 +57,7 @@ StatusOr<std::unique_ptr<Matcher>> Matcher::Parse(const bson_t* filter, expressi
   const bool has_expr = ContainsExpr(root.get());
   std::unique_ptr<Matcher> m(new Matcher(std::move(root)));
   m->has_expr_ = has_expr;
+  m->can_fail_ = m->root_->MayFail();
   return m;
 }
 

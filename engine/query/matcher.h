@@ -58,18 +58,24 @@ class Matcher {
   ~Matcher();
 
   // True when `doc` matches.  `details` may be null.  An $expr that fails
-  // to evaluate (a type error, a division by zero) does not match; use
-  // MatchesOrError() to get the error, as MongoDB fails the query.
+  // to evaluate (a type error, a division by zero) or a regex that reaches a
+  // PCRE2 limit does not match; use MatchesOrError() to get the error, as
+  // MongoDB fails the query.
   bool Matches(const bson_t* doc, MatchDetails* details = nullptr) const;
 
   // As Matches(), but the first $expr evaluation error is returned.  `ctx`
   // (may be null) gives $expr its $$NOW and declared variables; its root is
-  // set to `doc`.  Errors: the expression's evaluation errors.
+  // set to `doc`.  Errors: the expression's evaluation errors; Location51156
+  // for a regex that reached a PCRE2 limit (engine/regex/regex_matcher.h).
   StatusOr<bool> MatchesOrError(const bson_t* doc, expression::EvalContext* ctx = nullptr,
                                 MatchDetails* details = nullptr) const;
 
-  // True when the filter holds an $expr (only then can MatchesOrError fail).
+  // True when the filter holds an $expr.
   bool HasExpr() const { return has_expr_; }
+
+  // True when MatchesOrError() can fail: the filter holds an $expr or a
+  // regex that runs PCRE2.  When false, Matches() gives the same answer.
+  bool CanFail() const { return can_fail_; }
 
   // True when the filter is {} (matches everything).
   bool MatchesAll() const;
@@ -78,6 +84,7 @@ class Matcher {
   explicit Matcher(std::unique_ptr<MatchExpression> root);
   std::unique_ptr<MatchExpression> root_;
   bool has_expr_ = false;
+  bool can_fail_ = false;
 };
 
 // For an upsert that inserts: appends to `out` the fields that the filter

@@ -1,37 +1,33 @@
 // File: engine/regex/regex_matcher.h
 //
-// RegexMatcher: a MongoDB $regex (pattern + flags "imsxu") compiled once and
-// then run against many strings.  MongoDB uses PCRE; gatedb translates the
-// common PCRE syntax to std::regex's ECMAScript grammar:
-//   - `.` never matches "\n" unless the `s` flag is set (PCRE's default);
-//   - `$` without `m` also matches before a final "\n" (PCRE's default);
-//   - `x` strips unescaped white space and `#` comments outside classes;
-//   - a leading `(?imsx)` sets flags; `(?<name>...)` becomes a plain group;
-//   - `\A`, `\z`, `\Z`, `\h`, `\H`, `\e`, `\a` are rewritten;
-//   - a `{` or `}` that does not form a quantifier is a literal, as in PCRE.
-// Not supported (BadValue at compile time): lookbehind, atomic groups,
-// possessive quantifiers, `\Q...\E`, `\p{..}`, inline flags after the start.
-// Matching is bytewise (`.` matches one byte of a UTF-8 sequence) and `i`
-// folds ASCII letters only.
+// RegexMatcher: a MongoDB regular expression (pattern + options "imsxu")
+// compiled once by PCRE2, the library MongoDB itself uses, and then run
+// against many strings.  As in MongoDB, patterns are always compiled in UTF
+// mode (`u` is accepted and redundant): `.` matches one character, `i` folds
+// case by Unicode (é matches É), `\p{Lu}` and the other property classes
+// work; `\d`, `\w` and `\b` stay ASCII, as in MongoDB (no PCRE2_UCP).
+// Options: i CASELESS, m MULTILINE, s DOTALL, x EXTENDED.  Invalid UTF-8 in
+// a subject never matches a character (PCRE2_MATCH_INVALID_UTF) and is not an
+// error.
 //
-// Literal patterns ("abc", "^abc") skip the regex engine entirely.  Other
-// patterns run on libstdc++'s polynomial (NFA) executor in one left-to-right
-// pass, so matching is linear in the subject and cannot overflow the stack.
-// Patterns with back-references (\1) need libstdc++'s recursive backtracking
-// executor, which uses ~400 bytes of stack per subject byte; to stay
-// crash-free they only ever match subjects of at most 1 KiB.
+// Bounded work: every match runs under PCRE2's match limit (10,000,000
+// backtracking steps, PCRE2's default), a depth limit and a 64 MiB heap
+// limit, on the JIT when it is available (a thread's JIT stack may grow to
+// 1 MiB; a match that needs more runs again in the interpreter).  A match
+// that reaches a limit is an error, never a silent "no match": Location51156
+// "Error occurred while executing the regular expression... Result code: -47
+// (match limit exceeded)".  Parentheses nest at most 250 deep (PCRE2's
+// limit) and a pattern is at most 32764 bytes (MongoDB's).
 //
-// Find() (for $regexFind and $regexFindAll) also reports where the match is
-// and what each group captured; a matcher made by CompileForFind() supports
-// it, at the cost of one more capture group in the linear executor.
+// Case-sensitive literal patterns ("abc", "^abc") skip PCRE2 entirely.
 //
 // Thread safety: immutable after Compile(); Search() and Find() may run
-// concurrently.
+// concurrently (match data and JIT stacks are per thread).
 #ifndef GATEDB_ENGINE_REGEX_REGEX_MATCHER_H_
 #define GATEDB_ENGINE_REGEX_REGEX_MATCHER_H_
 
+#include <cstddef>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,19 +42,18 @@ class RegexMatcher {
  public:
   // Compiles `pattern` with MongoDB `flags`.  Errors: Location51108 for a
   // flag other than i, m, s, x, u ("invalid flag in regex options: z");
-  // BadValue for an embedded null byte, a pattern longer than 32764 bytes,
-  // an invalid or unsupported pattern ("Regular expression is invalid: ...").
-  static StatusOr<std::unique_ptr<RegexMatcher>> Compile(std::string_view pattern,
-                                                         std::string_view flags);
+  // BadValue for an embedded null byte or a pattern over 32764 bytes;
+  // Location51091 for a pattern PCRE2 rejects ("Regular expression is
+  // invalid: missing closing parenthesis").
+  static StatusOr<std::unique_ptr<RegexMatcher>> Compile(std::string_view pattern, std::string_view flags);
 
-  // As Compile(), for a matcher whose Find() is used: matches have PCRE's
-  // extent (a final `$` does not take the "\n" before the end into the
-  // match, as Search()'s translation may).
-  static StatusOr<std::unique_ptr<RegexMatcher>> CompileForFind(std::string_view pattern,
-                                                                std::string_view flags);
+  ~RegexMatcher();
+  RegexMatcher(const RegexMatcher&) = delete;
+  RegexMatcher& operator=(const RegexMatcher&) = delete;
 
-  // True when the pattern matches somewhere in s[0, n).
-  bool Search(const char* s, size_t n) const;
+  // Whether the pattern matches somewhere in s[0, n).  Errors: Location51156
+  // when the match reaches a limit (see above).
+  StatusOr<bool> Search(const char* s, size_t n) const;
 
   struct Match {
     size_t offset = 0;  // of the match in the subject, in bytes
@@ -67,19 +62,17 @@ class RegexMatcher {
     // take part in the match.
     std::vector<std::pair<std::ptrdiff_t, size_t>> groups;
   };
-  enum class FindResult {
-    kMatch,
-    kNoMatch,
-    // A back-reference pattern on a subject longer than the backtracking
-    // executor is allowed (see above): the answer is unknown.
-    kSubjectTooLong,
-  };
-  // The first match in s[start, n).  Anchors and \b see s[start - 1] as the
-  // preceding character.  REQUIRES: made by CompileForFind(); start <= n.
-  FindResult Find(const char* s, size_t n, size_t start, Match* m) const;
+  // The first match in s[start, n) (*m filled), or false.  Lookbehinds,
+  // anchors and \b see the bytes before `start`.  REQUIRES: start <= n and
+  // s + start is at a character boundary.  Errors: as Search().
+  StatusOr<bool> Find(const char* s, size_t n, size_t start, Match* m) const;
 
   // The number of capture groups in the pattern.
   size_t group_count() const { return groups_; }
+
+  // True when Search() and Find() run PCRE2 (and so may reach a limit);
+  // false for the literal fast paths, which never fail.
+  bool may_fail() const { return mode_ == Mode::kPcre; }
 
   // The pattern and flags exactly as given (a BSON regex value equals this
   // matcher when both are byte-equal, as in MongoDB).
@@ -87,21 +80,19 @@ class RegexMatcher {
   const std::string& flags() const { return flags_; }
 
  private:
-  enum class Mode { kContains, kPrefix, kLinear, kBacktracking };
+  enum class Mode { kContains, kPrefix, kPcre };
+  struct Compiled;  // PCRE2's code and match context
 
   RegexMatcher() = default;
-  static StatusOr<std::unique_ptr<RegexMatcher>> CompileImpl(std::string_view pattern, std::string_view flags,
-                                                             bool for_find);
+  // Runs PCRE2 from `start`; returns its result code (>= 0 match, -1 no
+  // match, else an error) with the offsets in the thread's match data.
+  int Run(const char* s, size_t n, size_t start, bool want_groups, std::vector<size_t>* ovector) const;
 
   std::string pattern_;
   std::string flags_;
   Mode mode_ = Mode::kContains;
-  bool icase_ = false;
   std::string literal_;  // kContains / kPrefix
-  std::regex re_;        // kLinear / kBacktracking
-  // CompileForFind() in kLinear mode wraps the whole pattern in a group
-  // (re_ is "[\s\S]*?(pattern)"), so the user's groups start at 2.
-  bool whole_group_ = false;
+  std::unique_ptr<Compiled> pcre_;
   size_t groups_ = 0;
 };
 

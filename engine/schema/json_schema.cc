@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/document/bson_compare.h"
+#include "engine/query/match_expression.h"
 #include "engine/regex/regex_matcher.h"
 #include "engine/schema/bson_util.h"
 
@@ -805,7 +806,7 @@ bool Evaluator::EvalString(const Subschema& s, const bson_value_t& v, Entries* e
   bool ok = true;
   const char* str = v.value.v_utf8.str;
   const size_t len = v.value.v_utf8.len;
-  if (s.pattern && !s.pattern->Search(str, len)) {
+  if (s.pattern && !query::ExprEvalScope::ValueOrRecord(s.pattern->Search(str, len))) {
     ok = false;
     if (errors == nullptr) return false;
     errors->push_back(
@@ -1009,7 +1010,7 @@ bool Evaluator::EvalObject(const Subschema& s, const bson_value_t& obj, bool roo
       bool check_additional = s.property_names.find(key) == s.property_names.end();
       for (size_t i = 0; i < s.pattern_properties.size(); ++i) {
         const Subschema::PatternProperty& pp = s.pattern_properties[i];
-        if (!pp.regex->Search(key.data(), key.size())) continue;
+        if (!query::ExprEvalScope::ValueOrRecord(pp.regex->Search(key.data(), key.size()))) continue;
         check_additional = false;
         const bool want = errors != nullptr && !pattern_errors[i];
         Entries sub;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/document/bson_compare.h"
+#include "engine/query/match_expression.h"
 #include "engine/query/matcher.h"
 #include "engine/schema/json_schema.h"
 #include "gatedb/document.h"
@@ -607,8 +608,18 @@ bool Validator::Validate(const bson_t* doc, bson_t* details) const {
 }
 
 Status Validator::Check(const bson_t* doc) const {
+  // A regex (a query $regex or a $jsonSchema pattern) that reaches a PCRE2
+  // limit fails the write with that error rather than calling the document
+  // invalid.
+  Status match_error;
+  bool valid = false;
   BsonPtr details = NewBson();
-  if (Validate(doc, details.get())) return Status::OK();
+  {
+    query::ExprEvalScope scope(nullptr, &match_error);
+    valid = Validate(doc, details.get());
+  }
+  if (match_error.code() == ErrorCode::kLocation51156) return match_error;
+  if (valid) return Status::OK();
   bson_t* info = bson_new();
   bson_iter_t it;
   if (doc != nullptr && bson_iter_init_find(&it, doc, "_id")) {

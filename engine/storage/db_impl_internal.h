@@ -49,7 +49,7 @@ Status CheckValidation(const CollectionOptions& opts, const bson_t* old_doc, con
 // The filter's verdict on `doc`, with $expr's evaluation errors reported
 // (MongoDB fails the operation; Matcher::Matches would say "no match").
 inline StatusOr<bool> MatchOrError(const query::Matcher& m, const bson_t* doc) {
-  if (!m.HasExpr()) return m.Matches(doc);
+  if (!m.CanFail()) return m.Matches(doc);
   return m.MatchesOrError(doc);
 }
 

@@ -758,7 +758,11 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
     RecordView rec;
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
     query::MatchDetails details;
-    if (matcher != nullptr && !matcher->Matches(&rec.doc, &details)) return Status::OK();
+    if (matcher != nullptr) {
+      ASSIGN_OR_RETURN(bool match, matcher->CanFail() ? matcher->MatchesOrError(&rec.doc, nullptr, &details)
+                                                      : matcher->Matches(&rec.doc, &details));
+      if (!match) return Status::OK();
+    }
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     out->matched = true;
     const int64_t now = NowMs();
@@ -833,7 +837,8 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
       // would duplicate the _id, as in MongoDB.
       RecordView rec;
       RETURN_IF_ERROR(DecodeRecord(existing, &rec));
-      if (matcher->Matches(&rec.doc)) {
+      ASSIGN_OR_RETURN(bool match, MatchOrError(*matcher, &rec.doc));
+      if (match) {
         out->raced = true;
         return Status::OK();
       }
@@ -872,7 +877,10 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
     if (!found) return Status::OK();
     RecordView rec;
     RETURN_IF_ERROR(DecodeRecord(value, &rec));
-    if (matcher != nullptr && !matcher->Matches(&rec.doc)) return Status::OK();
+    if (matcher != nullptr) {
+      ASSIGN_OR_RETURN(bool match, MatchOrError(*matcher, &rec.doc));
+      if (!match) return Status::OK();
+    }
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     if (gate.basis_version && rec.version != *gate.basis_version) {
       out->matched = true;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/document/bson_compare.h"
+#include "engine/query/match_expression.h"
 #include "engine/update/update_internal.h"
 
 namespace gatedb {
@@ -384,11 +385,16 @@ Status ApplyArrayOp(const Op& op, ApplyState* st, Cursor* c) {
       st->Expand(e);
       std::vector<MChild> kept;
       kept.reserve(e->children.size());
-      for (const MChild& child : e->children) {
-        bson_value_t v = st->ValueOf(child.node);
-        bool remove = op.type == OpType::kPull ? PullMatches(op, v) : PullAllMatches(op, v);
-        if (!remove) kept.push_back(child);
+      Status match_error;  // a $pull condition's regex reaching a PCRE2 limit
+      {
+        query::ExprEvalScope scope(nullptr, &match_error);
+        for (const MChild& child : e->children) {
+          bson_value_t v = st->ValueOf(child.node);
+          bool remove = op.type == OpType::kPull ? PullMatches(op, v) : PullAllMatches(op, v);
+          if (!remove) kept.push_back(child);
+        }
       }
+      RETURN_IF_ERROR(match_error);
       if (kept.size() != e->children.size()) e->children = std::move(kept);
       return Status::OK();
     }

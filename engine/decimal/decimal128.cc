@@ -743,6 +743,34 @@ BinaryBracket BracketMagnitude(uint128 c, int q) {
     }
     return out;
   }
+  // value in (2^(k-1), 2^(k+1)); floor(value * 2^(64 - k)) is in [2^63, 2^65).
+  if (q < 0 && -q <= 19) {
+    // Fast path: den = 10^-q < 2^64, so the shifted numerator (64 +
+    // bits(den) bits) or the shifted denominator fits in 128 bits.
+    const uint128 den = kPow10.v[-q];
+    const int k = BitLength(c) - BitLength(den);
+    const int shift = 64 - k;
+    uint128 quo, rem;
+    if (shift >= 0) {
+      const uint128 num = c << shift;
+      quo = num / den;
+      rem = num % den;
+    } else {
+      const uint128 d = den << -shift;
+      quo = c / d;
+      rem = c % d;
+    }
+    bool exact = rem == 0;
+    out.exponent = k;
+    if (quo >> 64 != 0) {  // value >= 2^k: one bit fewer
+      exact = exact && (quo & 1) == 0;
+      quo >>= 1;
+      out.exponent += 1;
+    }
+    out.mantissa = static_cast<uint64_t>(quo);
+    out.exact = exact;
+    return out;
+  }
   // value = num / den exactly.
   Mpz num, den, quo, rem;
   SetMpz(num.get(), c);
@@ -752,7 +780,6 @@ BinaryBracket BracketMagnitude(uint128 c, int q) {
   } else {
     MulPow10(den.get(), static_cast<unsigned long>(-q));
   }
-  // value in (2^(k-1), 2^(k+1)); floor(value * 2^(64 - k)) is in [2^63, 2^65).
   const long k = static_cast<long>(mpz_sizeinbase(num.get(), 2)) - static_cast<long>(mpz_sizeinbase(den.get(), 2));
   const long shift = 64 - k;
   if (shift >= 0) {

@@ -506,8 +506,10 @@ TEST(Decimal128Test, BracketMagnitudeTruncatesTo64Bits) {
   EXPECT_TRUE(bracket("0.0000152587890625").exact);  // 2^-16
   // Against the rationals: M * 2^(E-64) <= |d| < (M+1) * 2^(E-64).
   std::mt19937_64 rng(5);
-  for (int i = 0; i < 5000; ++i) {
-    bson_decimal128_t d = RandomFinite(rng);
+  for (int i = 0; i < 10000; ++i) {
+    // Half near 1 (the 128-bit fast paths: integers, and exponents down to
+    // -19), half anywhere (GMP).
+    bson_decimal128_t d = i % 2 ? RandomFinite(rng) : RandomFinite(rng, -40, 5);
     Parts p = Decode(d);
     if (p.coefficient == 0) continue;
     p.negative = false;

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 OUT=${FUZZ_OUT:-/tmp/gatedb_fuzz}
-TARGETS=(fuzz_command_json fuzz_bson_insert fuzz_update_apply fuzz_matcher fuzz_expression fuzz_validator fuzz_index_keys fuzz_wire_message fuzz_c_api)
+TARGETS=(fuzz_command_json fuzz_bson_insert fuzz_update_apply fuzz_matcher fuzz_expression fuzz_validator fuzz_index_keys fuzz_decimal_order fuzz_wire_message fuzz_c_api)
 
 missing=()
 for p in clang libclang-rt-14-dev; do

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "engine/decimal/decimal128.h"
+
 namespace gatedb {
 
 int CanonicalTypeRank(bson_type_t type) {
@@ -89,6 +91,22 @@ namespace {
 template <typename T>
 int Cmp3(T a, T b) { return a < b ? -1 : (b < a ? 1 : 0); }
 
+// d against any number n, exactly.
+int CompareDecimalTo(const bson_decimal128_t& d, const bson_value_t& n) {
+  switch (n.value_type) {
+    case BSON_TYPE_DECIMAL128: return decimal::Compare(d, n.value.v_decimal128);
+    case BSON_TYPE_DOUBLE: return decimal::CompareToDouble(d, n.value.v_double);
+    case BSON_TYPE_INT64: return decimal::CompareToInt64(d, n.value.v_int64);
+    default: return decimal::CompareToInt64(d, n.value.v_int32);
+  }
+}
+
+// REQUIRES: a or b is a decimal128, both are numbers.
+int CompareWithDecimal(const bson_value_t& a, const bson_value_t& b) {
+  if (a.value_type == BSON_TYPE_DECIMAL128) return CompareDecimalTo(a.value.v_decimal128, b);
+  return -CompareDecimalTo(b.value.v_decimal128, a);
+}
+
 int CompareNumbers(const bson_value_t& a, const bson_value_t& b) {
   // Fast exact paths for the common integer cases.
   if (a.value_type == BSON_TYPE_INT32 && b.value_type == BSON_TYPE_INT32)
@@ -99,6 +117,12 @@ int CompareNumbers(const bson_value_t& a, const bson_value_t& b) {
     int64_t y = b.value_type == BSON_TYPE_INT32 ? b.value.v_int32 : b.value.v_int64;
     return Cmp3(x, y);
   }
+  // A decimal: exact, through engine/decimal (never through long double,
+  // which cannot tell decimals apart in the 34th digit).
+  if (__builtin_expect(a.value_type == BSON_TYPE_DECIMAL128 || b.value_type == BSON_TYPE_DECIMAL128, 0)) {
+    return CompareWithDecimal(a, b);
+  }
+  // int32, int64 and double are all exact as 80-bit long doubles.
   long double x = NumberAsLongDouble(a);
   long double y = NumberAsLongDouble(b);
   bool xn = std::isnan(x), yn = std::isnan(y);

@@ -2,8 +2,10 @@
 //
 // MongoDB's BSON comparison order (no collation): values compare first by
 // the canonical rank of their type, then by value within the rank.  Numbers
-// (int32, int64, double, decimal128) share one rank and compare by value;
-// NaN equals NaN and sorts below every other number.  Strings and symbols
+// (int32, int64, double, decimal128) share one rank and compare by value,
+// exactly (a decimal against anything through engine/decimal/decimal128.h:
+// 9999999999999999999999999999999999 > ...998, NumberDecimal("0.1") <
+// the double 0.1); NaN equals NaN and sorts below every other number.  Strings and symbols
 // compare bytewise.  Documents and arrays compare element by element: type
 // rank, then field name, then value; a shorter prefix sorts first.
 //
@@ -31,7 +33,9 @@ const char* BsonTypeName(bson_type_t type);
 bool IsNumberType(bson_type_t type);
 
 // A number's value as an 80-bit long double: exact for every int32, int64
-// and double; decimal128 is rounded to 64 significant bits.
+// and double; decimal128 is rounded to 64 significant bits (and to 0 or
+// infinity outside the long double range), so it must not decide the order
+// or the equality of decimals: CompareValues and engine/decimal do, exactly.
 // REQUIRES: IsNumberType(v.value_type).
 long double NumberAsLongDouble(const bson_value_t& v);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 #include "engine/expression/expression_internal.h"
 
@@ -180,7 +181,7 @@ double ToDouble(const Value& v) {
     case BSON_TYPE_INT32: return v.int32();
     case BSON_TYPE_INT64: return static_cast<double>(v.int64());
     case BSON_TYPE_DOUBLE: return v.dbl();
-    case BSON_TYPE_DECIMAL128: return static_cast<double>(NumberAsLongDouble(v.bson()));
+    case BSON_TYPE_DECIMAL128: return decimal::ToDouble(v.bson().value.v_decimal128);  // correctly rounded
     default: return 0;
   }
 }
@@ -189,8 +190,13 @@ bool ToInt64Exact(const Value& v, int64_t* out) {
   switch (v.type()) {
     case BSON_TYPE_INT32: *out = v.int32(); return true;
     case BSON_TYPE_INT64: *out = v.int64(); return true;
-    case BSON_TYPE_DOUBLE:
     case BSON_TYPE_DECIMAL128: {
+      std::optional<int64_t> n = decimal::ToInt64Exact(v.bson().value.v_decimal128);
+      if (!n) return false;
+      *out = *n;
+      return true;
+    }
+    case BSON_TYPE_DOUBLE: {
       const long double d = NumberAsLongDouble(v.bson());
       if (!std::isfinite(d) || d != std::trunc(d)) return false;
       if (d < -9223372036854775808.0L || d >= 9223372036854775808.0L) return false;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 
 namespace gatedb {
@@ -222,7 +223,7 @@ bool Truthy(const Value& v) {
     case BSON_TYPE_INT32: return b.value.v_int32 != 0;
     case BSON_TYPE_INT64: return b.value.v_int64 != 0;
     case BSON_TYPE_DOUBLE: return b.value.v_double != 0;  // NaN is true
-    case BSON_TYPE_DECIMAL128: return NumberAsLongDouble(b) != 0;
+    case BSON_TYPE_DECIMAL128: return !decimal::IsZero(b.value.v_decimal128);  // NaN is true
     default: return true;
   }
 }

@@ -80,10 +80,10 @@ bool DocHasPath(const bson_t* doc, const std::vector<std::string>& parts) {
 }  // namespace
 
 void AppendComponent(const bson_value_t& v, bool descending, std::string* out) {
-  size_t start = out->size();
-  keys::EncodeValue(v, out);
   if (descending) {
-    for (size_t i = start; i < out->size(); ++i) (*out)[i] = static_cast<char>(~static_cast<uint8_t>((*out)[i]));
+    keys::EncodeValueDescending(v, out);
+  } else {
+    keys::EncodeValue(v, out);
   }
 }
 

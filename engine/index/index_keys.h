@@ -11,10 +11,13 @@
 //   value = EncodeValue(_id)            (the document is docs[collection id + this])
 //
 // A component is EncodeValue(v) (engine/keys/key_format.h) of the key
-// field's value, with every byte inverted (~b) when the field is descending.
-// EncodeValue's encodings are prefix-free, so inverted ones are too, and
-// bytewise order of the components is MongoDB's order of the values
-// (reversed for a descending field).  A unique index has one entry per key,
+// field's value, or EncodeValueDescending(v) when the field is descending
+// (every byte inverted, except for a top-level decimal between two 64-bit
+// binary values, which key_format.h lays out).  Bytewise order of the
+// components is MongoDB's order of the values (reversed for a descending
+// field), with or without anything after them; the keys whose component
+// equals v are [C, C + 0xFF) for C = the component of v (a decimal just
+// beyond v starts with C + 0xFF), not every key starting with C.  A unique index has one entry per key,
 // so that two writers of one key meet on one RocksDB key (and its lock); a
 // non-unique index appends the _id, so every document has its own entries.
 //
@@ -58,7 +61,7 @@ struct IndexKey {
 // path met an array.  The caller applies the partial filter.
 Status GenerateKeys(const IndexSpec& spec, const bson_t* doc, std::vector<IndexKey>* out, bool* multikey);
 
-// Appends one component: EncodeValue(v), inverted when descending.
+// Appends one component: EncodeValue(v), or EncodeValueDescending(v).
 void AppendComponent(const bson_value_t& v, bool descending, std::string* out);
 
 // collection id + index id.

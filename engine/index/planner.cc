@@ -15,11 +15,21 @@ namespace index {
 
 namespace {
 
-// A range of one path's values in EncodeValue's byte space: [lo, hi), or
-// [lo, end) when hi_inf.  A point holds exactly one value's encoding.
+// A range of one path's values, in the byte space of an ascending component
+// (EncodeValue): [lo, hi), or [lo, end) when hi_inf, lo empty: from the
+// start; and of a descending one (EncodeValueDescending): [desc_lo,
+// desc_hi), desc_lo meaning the value range's upper end (ignored when
+// hi_inf: from the start), desc_hi its lower end (ignored when lo is empty:
+// to the end).  A descending component is not the inverted ascending one
+// (key_format.h), so both are kept.  "Before every key of v" is v's
+// component C and "after every key of v" is C + 0xFF (kAfterValue): a
+// decimal just beyond v starts with C + 0xFF, so C's successor would skip
+// it.  A point holds exactly the keys of one value: [C, C + 0xFF).
 struct VRange {
   std::string lo;
   std::string hi;
+  std::string desc_lo;
+  std::string desc_hi;
   bool hi_inf = false;
   bool point = false;
   std::string lo_text;  // "[5" or "(5" for explain
@@ -47,10 +57,25 @@ struct Predicates {
   int or_count = 0;
 };
 
+// After every key equal to the value whose component is `c`: every byte that
+// follows a component (the next component, the _id) is below 0xFF.
+constexpr char kAfterValue = '\xFF';
+
 std::string Encoded(const bson_value_t& v) {
   std::string out;
   keys::EncodeValue(v, &out);
   return out;
+}
+
+std::string EncodedDescending(const bson_value_t& v) {
+  std::string out;
+  keys::EncodeValueDescending(v, &out);
+  return out;
+}
+
+std::string After(std::string c) {
+  c.push_back(kAfterValue);
+  return c;
 }
 
 std::string ValueText(const bson_value_t& v) {
@@ -79,7 +104,9 @@ const char* TypeEndText(uint8_t type_byte) {
 VRange Point(const bson_value_t& v, bool texts) {
   VRange r;
   r.lo = Encoded(v);
-  r.hi = PrefixSuccessor(r.lo);
+  r.hi = After(r.lo);
+  r.desc_lo = EncodedDescending(v);
+  r.desc_hi = After(r.desc_lo);
   r.point = true;
   if (texts) {
     std::string t = ValueText(v);
@@ -96,8 +123,10 @@ VRange NullRange() {
   std::memset(&u, 0, sizeof u);
   u.value_type = BSON_TYPE_UNDEFINED;
   r.lo = Encoded(u);
+  r.desc_hi = After(EncodedDescending(u));
   u.value_type = BSON_TYPE_NULL;
-  r.hi = PrefixSuccessor(Encoded(u));
+  r.hi = After(Encoded(u));
+  r.desc_lo = EncodedDescending(u);
   r.lo_text = "[undefined";
   r.hi_text = "null]";
   return r;
@@ -152,6 +181,7 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts) {
       if (!merged.empty() && !merged.back().hi_inf && r.lo < merged.back().hi) {
         if (r.hi > merged.back().hi) {
           merged.back().hi = r.hi;
+          merged.back().desc_lo = r.desc_lo;
           merged.back().hi_text = r.hi_text;
         }
         merged.back().point = merged.back().point && r.point && merged.back().lo == r.lo;
@@ -166,18 +196,28 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts) {
     if (Unboundable(v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED) {
       return std::nullopt;
     }
-    std::string e = Encoded(v);
+    std::string e = Encoded(v), d = EncodedDescending(v);
     uint8_t type_byte = static_cast<uint8_t>(e[0]);
+    // The type's start and end (MongoDB's type bracketing); a descending
+    // component of the type starts with ~type_byte.
+    const std::string type_start(1, static_cast<char>(type_byte));
+    const std::string type_end(1, static_cast<char>(type_byte + 1));
+    const std::string desc_type_start(1, static_cast<char>(static_cast<uint8_t>(~type_byte) + 1));
+    const std::string desc_type_end(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
     std::string t = texts ? ValueText(v) : std::string();
     VRange r;
     if (c.op == "$gt" || c.op == "$gte") {
-      r.lo = c.op == "$gt" ? PrefixSuccessor(e) : e;
-      r.hi = std::string(1, static_cast<char>(type_byte + 1));
+      r.lo = c.op == "$gt" ? After(e) : e;
+      r.desc_hi = c.op == "$gt" ? d : After(d);
+      r.hi = type_end;
+      r.desc_lo = desc_type_end;
       r.lo_text = (c.op == "$gt" ? "(" : "[") + t;
       r.hi_text = std::string(TypeEndText(type_byte)) + "]";
     } else {
-      r.lo = std::string(1, static_cast<char>(type_byte));
-      r.hi = c.op == "$lt" ? e : PrefixSuccessor(e);
+      r.lo = type_start;
+      r.desc_hi = desc_type_start;
+      r.hi = c.op == "$lt" ? e : After(e);
+      r.desc_lo = c.op == "$lt" ? After(d) : d;
       r.lo_text = std::string("[") + TypeStartText(type_byte);
       r.hi_text = t + (c.op == "$lt" ? ")" : "]");
     }
@@ -200,9 +240,11 @@ RangeSet Intersect(const RangeSet& a, const RangeSet& b) {
       VRange r;
       const VRange& lo_from = x.lo >= y.lo ? x : y;
       r.lo = lo_from.lo;
+      r.desc_hi = lo_from.desc_hi;
       r.lo_text = lo_from.lo_text;
       const VRange& hi_from = Less(x.hi, x.hi_inf, y.hi, y.hi_inf) ? x : y;
       r.hi = hi_from.hi;
+      r.desc_lo = hi_from.desc_lo;
       r.hi_inf = hi_from.hi_inf;
       r.hi_text = hi_from.hi_text;
       if (!r.hi_inf && r.lo >= r.hi) continue;
@@ -376,11 +418,6 @@ bool ParseSort(const bson_t* sort, std::vector<SortField>* out) {
   return true;
 }
 
-std::string Inverted(std::string s) {
-  for (char& c : s) c = static_cast<char>(~static_cast<uint8_t>(c));
-  return s;
-}
-
 // Builds the scan of `index` from the path bounds.
 IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::vector<SortField>& sort,
                     const IndexSpec& index, bool explain) {
@@ -429,7 +466,7 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
       }
       std::vector<std::string> next;
       for (const std::string& p : prefixes) {
-        for (const VRange& r : set) next.push_back(p + (desc ? Inverted(r.lo) : r.lo));
+        for (const VRange& r : set) next.push_back(p + (desc ? r.desc_lo : r.lo));
       }
       prefixes = std::move(next);
       continue;
@@ -439,19 +476,23 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
     for (const std::string& p : prefixes) {
       for (const VRange& r : set) {
         KeyRange k;
+        // p + kAfterValue: after every key that starts with p's components
+        // (a component never starts with 0xFF).
         if (!desc) {
           k.start = p + r.lo;
-          k.end = r.hi_inf ? PrefixSuccessor(p) : p + r.hi;
+          k.end = r.hi_inf ? After(p) : p + r.hi;
         } else {
-          k.start = r.hi_inf ? p : p + PrefixSuccessor(Inverted(r.hi));
-          k.end = r.lo.empty() ? PrefixSuccessor(p) : p + PrefixSuccessor(Inverted(r.lo));
+          k.start = r.hi_inf ? p : p + r.desc_lo;
+          k.end = r.lo.empty() ? After(p) : p + r.desc_hi;
         }
         if (k.start < k.end) ranges.push_back(std::move(k));
       }
     }
   }
   if (!ranged) {
-    for (const std::string& p : prefixes) ranges.push_back(KeyRange{p, PrefixSuccessor(p)});
+    // Every key whose leading components are these points: [p, p + 0xFF)
+    // (a decimal just above the last point starts with p + 0xFF).
+    for (const std::string& p : prefixes) ranges.push_back(KeyRange{p, After(p)});
     // Points on every field of a unique index: each prefix is a whole key.
     scan.point_keys = index.unique && std::all_of(sets.begin(), sets.end(), [](const std::optional<RangeSet>& set) {
       return set && std::all_of(set->begin(), set->end(), [](const VRange& r) { return r.point; });

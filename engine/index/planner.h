@@ -9,7 +9,10 @@
 // matches; they are as tight as this file can make them.
 //
 // Bounds.  Top-level predicates (and those of a top-level $and) on one path
-// give intervals of the path's values, in the byte space of EncodeValue:
+// give intervals of the path's values, in the byte spaces of EncodeValue and
+// EncodeValueDescending (engine/keys/key_codec.h); "after every key equal to
+// v" is v's bytes + 0xFF, not their prefix successor, since a decimal a hair
+// above v (below v, descending) starts with them (key_format.h):
 //   {a: v} and {a: {$eq: v}}  the point v (v not an array or regex)
 //   {a: null}                 [undefined, null]  (missing fields index as null)
 //   $gt/$gte/$lt/$lte v       up to or from v, within v's type (MongoDB's
@@ -62,8 +65,8 @@ struct IndexScan {
   bool provides_sort = false;
   size_t bounded_fields = 0;     // fields with bounds (for tie-breaking and explain)
   bool leading_bounded = false;  // the first field has bounds
-  // Every range is one whole key of a unique index ([k, successor(k))): a
-  // point read of k finds its one entry, no iterator needed.
+  // Every range is one whole key of a unique index ([k, k + 0xFF)): a point
+  // read of k finds its one entry, no iterator needed.
   bool point_keys = false;
   Document bounds;               // explain's indexBounds: {field: ["[1, 1]", ...]}; only when asked
 };

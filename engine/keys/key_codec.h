@@ -9,9 +9,12 @@
 // MongoDB's BSON order (engine/document/bson_compare.h).  In particular
 // values that CompareValues calls equal encode to identical bytes (1, 1L,
 // 1.0, NumberDecimal("1.0"); 0 and -0.0; a string and an equal symbol), so
-// they are the same _id.  Encodings are self-delimiting: a concatenation of
-// encodings sorts component by component.  The byte layout is in
-// key_format.h.
+// they are the same _id; distinct values encode differently (decimals
+// exactly, in every digit).  Encodings are self-delimiting: a concatenation
+// of encodings sorts component by component.  They are not prefix-free: a
+// decimal just above a 64-bit binary value v starts with v's bytes and
+// 0xFF, so the keys equal to v are [EncodeValue(v), EncodeValue(v) + 0xFF).
+// The byte layout is in key_format.h.
 //
 // There is no decoder: the _id's original BSON type lives in the stored
 // document, and equal numbers of different types share one encoding.
@@ -40,6 +43,23 @@ namespace keys {
 // malformed nested bytes are encoded as if the document ended there.
 // Nesting is walked iteratively; only code-with-scope scopes recurse.
 void EncodeValue(const bson_value_t& v, std::string* out);
+
+// Appends the encoding of `v` for a descending index component: the bytes of
+// EncodeValue(v) inverted, except for a top-level decimal that no 64-bit
+// binary value equals (key_format.h).  Bytewise order is the reverse of
+// MongoDB's; the keys equal to v are [E, E + 0xFF) with E these bytes.
+// REQUIRES: as EncodeValue.
+void EncodeValueDescending(const bson_value_t& v, std::string* out);
+
+// True when `v` (or a document: any value in it, at any depth) holds a
+// decimal128 that no 64-bit binary value equals: the values whose encoding
+// format version 2 changed (key_format.h).
+bool HasInexactDecimal(const bson_value_t& v);
+bool HasInexactDecimal(const bson_t* doc);
+
+// Key format version 1's encoding (decimals as their nearest 80-bit long
+// double), for tests that build a store of that version.
+void TEST_EncodeValueFormat1(const bson_value_t& v, std::string* out);
 
 // The 4-byte big-endian prefix shared by every key of the collection.
 std::string CollectionPrefix(uint32_t collection_id);

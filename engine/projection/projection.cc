@@ -10,6 +10,7 @@
 #include <string_view>
 #include <utility>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 #include "engine/projection/paths.h"
 
@@ -53,17 +54,6 @@ Status BadValue(std::string message) { return Status(ErrorCode::kBadValue, std::
 
 // MongoDB's typeName(), as its error messages print a BSON type.
 
-bool DecimalIsZero(const bson_decimal128_t& d) {
-  char buf[BSON_DECIMAL128_STRING];
-  bson_decimal128_to_string(&d, buf);
-  // "0", "-0", "0.000", "0E+3", "-0.0E-7"; not "NaN" or "Infinity".
-  for (const char* p = buf; *p && *p != 'E'; ++p) {
-    if (*p == '-' || *p == '.' || *p == '0') continue;
-    return false;
-  }
-  return true;
-}
-
 // MongoDB's BSONElement::trueValue() for a bool or number.
 bool IsTruthy(const bson_value_t& v) {
   switch (v.value_type) {
@@ -71,7 +61,7 @@ bool IsTruthy(const bson_value_t& v) {
     case BSON_TYPE_INT32: return v.value.v_int32 != 0;
     case BSON_TYPE_INT64: return v.value.v_int64 != 0;
     case BSON_TYPE_DOUBLE: return v.value.v_double != 0;  // NaN is true
-    case BSON_TYPE_DECIMAL128: return !DecimalIsZero(v.value.v_decimal128);
+    case BSON_TYPE_DECIMAL128: return !decimal::IsZero(v.value.v_decimal128);  // NaN is true
     default: return false;
   }
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 
 namespace gatedb {
@@ -180,8 +181,13 @@ bool ExactInteger(const bson_value_t& v, int64_t* out) {
   switch (v.value_type) {
     case BSON_TYPE_INT32: *out = v.value.v_int32; return true;
     case BSON_TYPE_INT64: *out = v.value.v_int64; return true;
-    case BSON_TYPE_DOUBLE:
     case BSON_TYPE_DECIMAL128: {
+      std::optional<int64_t> n = decimal::ToInt64Exact(v.value.v_decimal128);
+      if (!n) return false;
+      *out = *n;
+      return true;
+    }
+    case BSON_TYPE_DOUBLE: {
       long double d = NumberAsLongDouble(v);
       if (!std::isfinite(d) || d != std::trunc(d)) return false;
       if (d < -9223372036854775808.0L || d >= 9223372036854775808.0L) return false;
@@ -197,8 +203,13 @@ bool CoerceToLong(const bson_value_t& v, int64_t* out) {
   switch (v.value_type) {
     case BSON_TYPE_INT32: *out = v.value.v_int32; return true;
     case BSON_TYPE_INT64: *out = v.value.v_int64; return true;
-    case BSON_TYPE_DOUBLE:
     case BSON_TYPE_DECIMAL128: {
+      std::optional<int64_t> n = decimal::ToInt64Truncated(v.value.v_decimal128);
+      if (!n) return false;
+      *out = *n;
+      return true;
+    }
+    case BSON_TYPE_DOUBLE: {
       long double d = NumberAsLongDouble(v);
       if (!std::isfinite(d)) return false;
       d = std::trunc(d);
@@ -220,7 +231,7 @@ bool TrueValue(const bson_value_t& v) {
     case BSON_TYPE_INT32: return v.value.v_int32 != 0;
     case BSON_TYPE_INT64: return v.value.v_int64 != 0;
     case BSON_TYPE_DOUBLE: return v.value.v_double != 0;
-    case BSON_TYPE_DECIMAL128: return NumberAsLongDouble(v) != 0;
+    case BSON_TYPE_DECIMAL128: return !decimal::IsZero(v.value.v_decimal128);
     default: return true;
   }
 }

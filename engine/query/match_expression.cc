@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 
 namespace gatedb {
@@ -353,8 +354,14 @@ bool ModExpression::MatchesValue(const bson_value_t& v, int64_t*) const {
     case BSON_TYPE_INT64:
       dividend = v.value.v_int64;
       break;
-    case BSON_TYPE_DOUBLE:
     case BSON_TYPE_DECIMAL128: {
+      // Truncated exactly (a long double would round 2^63 - 0.5 up).
+      std::optional<int64_t> t = decimal::ToInt64Truncated(v.value.v_decimal128);
+      if (!t) return false;
+      dividend = *t;
+      break;
+    }
+    case BSON_TYPE_DOUBLE: {
       long double d = NumberAsLongDouble(v);
       if (!std::isfinite(d)) return false;
       d = std::trunc(d);

@@ -60,9 +60,18 @@ class DBImpl {
  public:
   struct PlanStats;  // what a plan did, for explain (db_impl_internal.h)
 
+  // Opening a directory written with key format version 1 migrates it
+  // first (MigrateKeyFormat; engine/keys/key_format.h).
   // Errors: InternalError / DataCorruptionDetected from RocksDB (for example
-  // when another process holds the directory's lock).
+  // when another process holds the directory's lock); IllegalOperation for
+  // a directory a newer gatedb wrote (a key format above kKeyFormatVersion).
   static StatusOr<std::unique_ptr<DBImpl>> Open(const std::string& path, const Options& options);
+
+  // The key format this build writes (engine/keys/key_format.h).
+  static constexpr uint32_t kKeyFormatVersion = 2;
+  // Test hook: the key-format migration stops, as if the process died, after
+  // this many of its durable steps (-1: never).  Process-wide.
+  static void TEST_StopMigrationAfter(int steps);
   ~DBImpl();
 
   DBImpl(const DBImpl&) = delete;
@@ -298,6 +307,8 @@ class DBImpl {
   DBImpl(const std::string& path, const Options& options);
   Status OpenRocks();
   Status LoadCatalog();
+  // Catalog keys (db_impl_open.cc).  DO NOT CHANGE.
+  static const char kCatalogFormatVersionKey[];  // -> uint32 BE, the key format
 
   // The collection, or null when it does not exist.
   std::shared_ptr<Collection> FindCollection(const Namespace& ns) const;
@@ -482,6 +493,12 @@ class DBImpl {
   Status AddIndexEntries(const Collection& coll, const IndexEntry& e, Txn& txn, std::string_view doc_key,
                          const bson_t* doc);
   Status LoadIndexes();
+  // The catalog's "meta:format_version" (db_impl_format.cc): recorded for a
+  // new store, checked for an existing one, and a version-1 store migrated
+  // (MigrateKeyFormat) before the record says 2.
+  Status CheckKeyFormat();
+  Status MigrateKeyFormat();
+  Status MigrateCollectionKeys(const Collection& coll, int* steps);
   Status BuildIndex(const Collection& coll, const std::shared_ptr<const IndexEntry>& entry,
                     const std::function<void(uint64_t)>& progress);
   Status RemoveIndexes(Collection& coll, const std::vector<std::string>& names);

@@ -148,6 +148,8 @@ DBImpl::DBImpl(const std::string& path, const Options& options) : path_(path), o
 
 int64_t DBImpl::NowMs() const { return options_.clock_ms ? options_.clock_ms() : NowMillis(); }
 
+const char DBImpl::kCatalogFormatVersionKey[] = "meta:format_version";
+
 DBImpl::~DBImpl() {
   StopTtlMonitor();
   cursors_.reset();  // their snapshots and iterators before the database
@@ -184,6 +186,7 @@ StatusOr<std::unique_ptr<DBImpl>> DBImpl::Open(const std::string& path, const Op
   RETURN_IF_ERROR(impl->OpenRocks());
   RETURN_IF_ERROR(impl->LoadCatalog());
   RETURN_IF_ERROR(impl->LoadIndexes());
+  RETURN_IF_ERROR(impl->CheckKeyFormat());
   RETURN_IF_ERROR(impl->LoadUserCount());
   // Sort runs a crashed process left behind.
   std::error_code ec;

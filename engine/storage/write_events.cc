@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 
 namespace gatedb {
@@ -62,6 +63,13 @@ void AppendStringArray(bson_t* b, const char* key, const std::vector<std::string
 
 bool NumberAsInt64(const bson_value_t& v, int64_t* out) {
   if (!IsNumberType(v.value_type)) return false;
+  if (v.value_type == BSON_TYPE_DECIMAL128) {
+    // Exactly: 3.0000000000000000000000000001 is no version.
+    std::optional<int64_t> n = decimal::ToInt64Exact(v.value.v_decimal128);
+    if (!n) return false;
+    *out = *n;
+    return true;
+  }
   long double d = NumberAsLongDouble(v);
   if (std::isnan(d) || d != std::floor(d) || d < -9.2e18L || d > 9.2e18L) return false;
   *out = static_cast<int64_t>(d);

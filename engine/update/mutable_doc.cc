@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 #include "engine/document/validate.h"
 #include "engine/update/update_internal.h"
@@ -318,8 +319,18 @@ Status ParseIntegerToLong(std::string_view name, const bson_value_t& v, int64_t*
   switch (v.value_type) {
     case BSON_TYPE_INT32: *out = v.value.v_int32; return Status::OK();
     case BSON_TYPE_INT64: *out = v.value.v_int64; return Status::OK();
-    case BSON_TYPE_DOUBLE:
     case BSON_TYPE_DECIMAL128: {
+      const bson_decimal128_t& dec = v.value.v_decimal128;
+      if (decimal::IsNaN(dec)) return fail("Expected an integer, but found NaN in: ");
+      if (decimal::ToInt64Truncated(dec)) {
+        std::optional<int64_t> n = decimal::ToInt64Exact(dec);
+        if (!n) return fail("Expected an integer: ");
+        *out = *n;
+        return Status::OK();
+      }
+      return fail("Cannot represent as a 64-bit integer: ");
+    }
+    case BSON_TYPE_DOUBLE: {
       long double d = NumberAsLongDouble(v);
       if (std::isnan(d)) return fail("Expected an integer, but found NaN in: ");
       if (d >= 9223372036854775808.0L || d < -9223372036854775808.0L) {

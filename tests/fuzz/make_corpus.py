@@ -4,6 +4,7 @@
 fuzz_command_json: Extended JSON command text.  fuzz_bson_insert: one raw BSON
 document.  fuzz_update_apply / fuzz_matcher: 4-byte little-endian length of
 the first document, the first document, then the second (fuzz_split.h).
+fuzz_decimal_order: two tagged numbers (see the target's header).
 Run from anywhere: python3 tests/fuzz/make_corpus.py
 """
 import os
@@ -184,7 +185,59 @@ WIRE = {
 }
 
 
+# fuzz_decimal_order: two numbers, each a tag byte and its bytes
+# (tests/fuzz/fuzz_decimal_order.cc).
+def dec_digits(digits, exponent, negative=False):
+    head = (0x80 if negative else 0) | (len(digits) - 1)
+    return bytes([1, head]) + bytes(int(c) for c in digits) + struct.pack("<h", exponent)
+
+
+def dec_raw(high, low=0):
+    return b"\x00" + struct.pack("<QQ", low, high)
+
+
+def dbl(x):
+    return b"\x02" + struct.pack("<d", x)
+
+
+def i64(x):
+    return b"\x03" + struct.pack("<q", x)
+
+
+def i32(x):
+    return b"\x04" + struct.pack("<i", x)
+
+
+def near_double(x, k):
+    return b"\x05" + struct.pack("<d", x) + bytes([k + 4])
+
+
+def near_int64(x, k):
+    return b"\x06" + struct.pack("<q", x) + bytes([k + 4])
+
+
+DECIMAL_ORDER = {
+    "dec_below_double_01.bin": dec_digits("1000000000000000055511151231257827", -34) + dbl(0.1),
+    "dec_01_double_01.bin": dec_digits("1", -1) + dbl(0.1),
+    "five_plus.bin": dec_digits("5000000000000000000000000000000001", -33) + i32(5),
+    "five_minus.bin": dec_digits("4999999999999999999999999999999999", -33) + i64(5),
+    "neg_five_minus.bin": dec_digits("5000000000000000000000000000000001", -33, True) + i32(-5),
+    "digit34.bin": dec_digits("9" * 34, 0) + dec_digits("9" * 33 + "8", 0),
+    "beyond_double.bin": dec_digits("1", 400) + dbl(1.7976931348623157e308),
+    "below_subnormal.bin": dec_digits("1", -400) + dbl(5e-324),
+    "nan.bin": dec_raw(0x7C00000000000000) + dbl(float("nan")),
+    "inf.bin": dec_raw(0x7800000000000000) + dbl(float("inf")),
+    "noncanonical.bin": dec_raw(0x6000000000000000 | (6176 << 47), 5) + i32(0),
+    "near_double.bin": near_double(0.1, 1) + dbl(0.1),
+    "near_int64_max.bin": near_int64(2**63 - 1, 1) + i64(2**63 - 1),
+    "cohorts.bin": dec_digits("50", -1) + dec_digits("5000", -3),
+    "tiny.bin": dec_digits("1", -6176) + dec_digits("1", -6176, True),
+}
+
+
 def main():
+    for n, d in DECIMAL_ORDER.items():
+        write("fuzz_decimal_order", n, d)
     for n, j in COMMANDS.items():
         write("fuzz_command_json", n, j)
     for n, d in BSON_DOCS.items():

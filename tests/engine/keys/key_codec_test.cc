@@ -296,7 +296,16 @@ class RandomValues {
         "-9223372036854775808", "9007199254740993", "9007199254740992", "1E+6144",
         "-1E+6144", "1E-6176", "9.999999999999999999999999999999999E+6144",
         "123456789012345678901234567890123", "0.1000000000000000000000000000000001",
-        "1E+400", "1E+5000", "-1E-5000", "4611686018427387904"};
+        "1E+400", "1E+5000", "-1E-5000", "4611686018427387904",
+        // Decimals between adjacent 64-bit binary values, and their
+        // neighbours: the exact suffix (key_format.h).
+        "5", "5.000000000000000000000000000000001", "4.999999999999999999999999999999999",
+        "-5.000000000000000000000000000000001", "-4.999999999999999999999999999999999",
+        "5.000000000000000000000000000000002", "5.0000000000000000000000000000000010",
+        "9999999999999999999999999999999999", "9999999999999999999999999999999998",
+        "0.1000000000000000055511151231257827", "0.1000000000000000055511151231257828",
+        "-0.1000000000000000055511151231257827", "18446744073709551615", "18446744073709551615.5",
+        "18446744073709551616", "-18446744073709551615.5", "15E-6176", "-1E-6176"};
     std::string s;
     if (Pick(3) == 0) {
       s = std::to_string(static_cast<int>(Pick(2001)) - 1000);
@@ -459,17 +468,135 @@ TEST(KeyCodecTest, NumbersOrderByValue) {
     EXPECT_LT(ordered[i], ordered[i + 1]) << "at " << i;
   }
 
-  // Decimals are seen through a long double, exactly as CompareValues sees
-  // them: beyond its range they become infinite, and digits past its 64-bit
-  // mantissa are rounded away.
-  EXPECT_EQ(EncDecimal("-1E+6000"), EncDouble(-kInf));
-  EXPECT_EQ(EncDecimal("1E-6000"), EncInt32(0));
-  EXPECT_EQ(EncDecimal("1.000000000000000000001"), EncInt32(1));
+  // Decimals encode exactly (format version 2): beyond the long double
+  // range they stay finite, and digits past 64 bits still count.
+  EXPECT_GT(EncDecimal("-1E+6000"), EncDouble(-kInf));
+  EXPECT_LT(EncDecimal("-1E+6000"), EncDouble(-DBL_MAX));
+  EXPECT_GT(EncDecimal("1E-6000"), EncInt32(0));
+  EXPECT_LT(EncDecimal("1E-6000"), EncDouble(std::numeric_limits<double>::denorm_min()));
+  EXPECT_GT(EncDecimal("1.000000000000000000001"), EncInt32(1));
+  EXPECT_LT(EncDecimal("1.000000000000000000001"), EncDouble(std::nextafter(1.0, 2.0)));
+  EXPECT_LT(EncDecimal("9999999999999999999999999999999998"), EncDecimal("9999999999999999999999999999999999"));
+  EXPECT_LT(EncDecimal("0.1000000000000000055511151231257827"), EncDouble(0.1));
+  EXPECT_GT(EncDecimal("0.1000000000000000055511151231257828"), EncDouble(0.1));
+  EXPECT_EQ(EncDecimal("5.10"), EncDecimal("5.1"));
   bson_value_t one, almost_one;
   one.value_type = almost_one.value_type = BSON_TYPE_DECIMAL128;
   ASSERT_TRUE(bson_decimal128_from_string("1", &one.value.v_decimal128));
   ASSERT_TRUE(bson_decimal128_from_string("1.000000000000000000001", &almost_one.value.v_decimal128));
-  EXPECT_EQ(CompareValues(one, almost_one), 0);
+  EXPECT_LT(CompareValues(one, almost_one), 0);
+}
+
+// The bytes key_format.h documents.
+TEST(KeyCodecTest, InexactDecimalBytes) {
+  // 0.1: L = 0xCCCCCCCCCCCCCCCC * 2^-67 (exponent -3 + 0x8000), then 0xFF,
+  // the adjusted exponent -1 + 0x8000, the digit 1 as 0x02, the end 0x00.
+  EXPECT_EQ(Hex(EncDecimal("0.1")), "1e" "05" "7ffd" "cccccccccccccccc" "ff" "7fff" "02" "00");
+  // -0.1: L = -u with u = 0xCCCCCCCCCCCCCCCD * 2^-67, then ~P(0.1).
+  EXPECT_EQ(Hex(EncDecimal("-0.1")), "1e" "03" "8002" "3333333333333332" "ff" "8000" "fd" "ff");
+  // 5 + 1E-33: L = 5 (its int32 bytes), then 34 digits 5 0 ... 0 1.
+  std::string zeros;
+  for (int i = 0; i < 32; ++i) zeros += "01";
+  EXPECT_EQ(Hex(EncDecimal("5.000000000000000000000000000000001")),
+            Hex(EncInt32(5)) + "ff" + "8000" + "06" + zeros + "02" + "00");
+  // A carry: -x just above -2^64 has L = -u with u = 2^64 = 2^63 * 2^1.
+  std::string neg = EncDecimal("-18446744073709551615.5");
+  EXPECT_EQ(Hex(neg.substr(0, 13)), "1e" "03" "7fbe" "7fffffffffffffff" "ff");
+  // Exact decimals keep the layout of ints and doubles, without a suffix:
+  // 10^27 = 5^27 * 2^27 with 5^27 = 0x6765C793FA10079D (63 bits).
+  EXPECT_EQ(Hex(EncDecimal("1E+27")), "1e" "05" "805a" "cecb8f27f4200f3a");
+  EXPECT_EQ(EncDecimal("-0.0000152587890625"), EncDouble(-0.0000152587890625));
+  EXPECT_EQ(Hex(EncDecimal("18446744073709551615")), "1e" "05" "8040" "ffffffffffffffff");
+}
+
+std::string EncDesc(const bson_value_t& v) {
+  std::string out;
+  EncodeValueDescending(v, &out);
+  return out;
+}
+
+std::string Inverted(std::string s) {
+  for (char& c : s) c = static_cast<char>(~static_cast<uint8_t>(c));
+  return s;
+}
+
+TEST(KeyCodecTest, DescendingComponentsOrderInReverse) {
+  ValueHolder holder;
+  for (const char* s : {"5", "5.000000000000000000000000000000001", "4.999999999999999999999999999999999",
+                        "-5.000000000000000000000000000000001", "-4.999999999999999999999999999999999"}) {
+    holder.Add(test::Json(std::string(R"({"v": {"$numberDecimal": ")") + s + "\"}}"));
+  }
+  const bson_value_t five = holder.Value(0), above = holder.Value(1), below = holder.Value(2);
+  const bson_value_t neg_below = holder.Value(3), neg_above = holder.Value(4);
+  // Descending: larger values first, with nothing after the component (a
+  // unique index) and with something after it.
+  EXPECT_LT(EncDesc(above), EncDesc(five));
+  EXPECT_LT(EncDesc(five), EncDesc(below));
+  EXPECT_LT(EncDesc(neg_above), EncDesc(neg_below));
+  EXPECT_LT(EncDesc(above) + EncInt32(1), EncDesc(five));
+  EXPECT_LT(EncDesc(above), EncDesc(five) + EncInt32(1));
+  EXPECT_LT(EncDesc(five) + EncInt32(1), EncDesc(below));
+  // Why a top-level decimal is not simply the inverted ascending bytes:
+  // ~EncodeValue(5) is a prefix of ~EncodeValue(5 + 1E-33), so alone (a
+  // unique descending index) it would sort first although 5 is smaller.
+  EXPECT_GT(Inverted(Enc(above)), Inverted(Enc(five)));
+  // Non-decimals and exact decimals are the inverted bytes.
+  EXPECT_EQ(EncDesc(five), Inverted(Enc(five)));
+  // The keys equal to v are [C, C + 0xFF): 5's neighbours fall outside.
+  const std::string c = EncDesc(five);
+  EXPECT_FALSE(EncDesc(above) >= c && EncDesc(above) < c + "\xFF");
+  EXPECT_FALSE(EncDesc(below) >= c && EncDesc(below) < c + "\xFF");
+  EXPECT_TRUE(c + EncInt32(7) < c + "\xFF");
+}
+
+TEST(KeyCodecTest, RandomDescendingComponentsOrderInReverse) {
+  const uint32_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  RandomValues gen(seed);
+  ValueHolder holder;
+  for (size_t i = 0; i < 1500; ++i) gen.Append(holder.NewDoc(), "v", 0);
+  std::vector<Value> values;
+  std::vector<std::string> asc, desc;
+  for (size_t i = 0; i < holder.size(); ++i) {
+    values.push_back({holder.Value(i)});
+    asc.push_back(Enc(values.back().v));
+    desc.push_back(EncDesc(values.back().v));
+  }
+  int failures = 0;
+  for (size_t i = 0; i < values.size() && failures < 10; ++i) {
+    for (size_t j = i; j < values.size() && failures < 10; ++j) {
+      int want = -Sign(CompareValues(values[i].v, values[j].v));
+      if (CompareKeys(desc[i], desc[j]) != want) {
+        ++failures;
+        ADD_FAILURE() << "descending: want " << want << "\n  a = " << holder.Json(i) << "  " << Hex(desc[i])
+                      << "\n  b = " << holder.Json(j) << "  " << Hex(desc[j]);
+      }
+    }
+  }
+  // Composite keys of mixed directions, with and without a trailing _id.
+  for (int n = 0; n < 200000 && failures < 20; ++n) {
+    size_t a1 = gen.Pick(values.size()), a2 = gen.Pick(values.size());
+    size_t b1 = gen.Pick(values.size()), b2 = gen.Pick(values.size());
+    if (gen.Pick(3) == 0) b1 = a1;
+    const int shape = static_cast<int>(gen.Pick(4));
+    const bool d1 = shape & 1, d2 = shape & 2;
+    int want = Sign(CompareValues(values[a1].v, values[b1].v)) * (d1 ? -1 : 1);
+    if (want == 0) want = Sign(CompareValues(values[a2].v, values[b2].v)) * (d2 ? -1 : 1);
+    std::string ka = (d1 ? desc[a1] : asc[a1]) + (d2 ? desc[a2] : asc[a2]);
+    std::string kb = (d1 ? desc[b1] : asc[b1]) + (d2 ? desc[b2] : asc[b2]);
+    if (gen.Pick(2) == 0) {  // a non-unique index appends the _id
+      ka += EncInt32(static_cast<int32_t>(a1));
+      kb += EncInt32(static_cast<int32_t>(b1));
+      if (want == 0) want = Sign(static_cast<int>(a1) - static_cast<int>(b1));
+    }
+    int got = CompareKeys(ka, kb);
+    if (want != got) {
+      ++failures;
+      ADD_FAILURE() << "composite (" << d1 << d2 << "): want " << want << ", got " << got << "\n  a = ("
+                    << holder.Json(a1) << ", " << holder.Json(a2) << ")\n  b = (" << holder.Json(b1) << ", "
+                    << holder.Json(b2) << ")";
+    }
+  }
 }
 
 TEST(KeyCodecTest, StringsOrderBytewiseShorterFirst) {

@@ -1,6 +1,8 @@
 // The test that keeps the planner honest: random documents (mixed types,
-// arrays, nested documents, missing fields) under a set of indexes (single,
-// compound with mixed directions, multikey, unique-free sparse, partial),
+// decimals a hair from ints and doubles, arrays, nested documents, missing
+// fields) under a set of indexes (single,
+// compound with mixed directions, multikey, sparse, partial, a unique
+// descending one),
 // random filters and sorts, random writes in between; every query's result
 // through the planner, and through each index forced by hint, must equal the
 // result of a forced collection scan ({$natural: 1}).
@@ -32,7 +34,9 @@ class Gen {
 
   // A scalar from a small pool so that equality and ranges hit.
   std::string Scalar() {
-    switch (Int(9)) {
+    switch (Int(11)) {
+      case 9: return Decimal();
+      case 10: return Coin(50) ? "0.1" : "-0.5";
       case 0: return std::to_string(Int(7) - 2);
       case 1: return std::to_string(Int(7) - 2) + ".5";
       case 2: return "{\"$numberLong\": \"" + std::to_string(Int(7)) + "\"}";
@@ -43,6 +47,17 @@ class Gen {
       case 7: return "\"\"";
       default: return std::to_string(Int(3));
     }
+  }
+  // Decimals next to the ints and doubles above: equal to them in another
+  // cohort, or apart only beyond 64 bits (key_format.h's exact suffix).
+  std::string Decimal() {
+    static const char* kDecimals[] = {
+        "5", "5.0", "5.000000000000000000000000000000001", "4.999999999999999999999999999999999",
+        "-5.000000000000000000000000000000001", "-4.999999999999999999999999999999999", "0.1",
+        "0.1000000000000000055511151231257827", "0.1000000000000000055511151231257828", "2.5",
+        "2.500000000000000000000000000000001", "-0.5000000000000000000000000000000001", "1E+400", "-1E-400",
+        "0", "-0.0", "NaN"};
+    return std::string("{\"$numberDecimal\": \"") + kDecimals[Int(sizeof(kDecimals) / sizeof(kDecimals[0]))] + "\"}";
   }
   std::string Value(int depth = 0) {
     int k = Int(10);
@@ -69,6 +84,18 @@ class Gen {
     if (Coin(75)) d += ", \"b\": " + Value();
     if (Coin(50)) d += ", \"c\": " + Scalar();
     if (Coin(60)) d += ", \"d\": " + DValue();
+    // u: unique per document (a unique descending index holds it): the id,
+    // or a decimal 1E-30 above or below it.
+    static const char* kOffsets[] = {"", ".000000000000000000000000000001", "-0.000000000000000000000000000001"};
+    int o = Int(3);
+    if (o == 0) {
+      d += ", \"u\": " + std::to_string(id);
+    } else if (o == 1) {
+      d += ", \"u\": {\"$numberDecimal\": \"" + std::to_string(id) + kOffsets[1] + "\"}";
+    } else {
+      std::string below = id == 0 ? kOffsets[2] : std::to_string(id - 1) + ".999999999999999999999999999999";
+      d += ", \"u\": {\"$numberDecimal\": \"" + below + "\"}";
+    }
     return d + "}";
   }
 
@@ -94,7 +121,7 @@ class Gen {
   std::string Filter() {
     int k = Int(10);
     if (k == 0) return "{}";
-    auto clause = [&] { return "\"" + Field() + "\": " + Predicate(); };
+    auto clause = [&] { return "\"" + std::string(Coin(15) ? "u" : Field()) + "\": " + Predicate(); };
     if (k < 5) return "{" + clause() + "}";
     if (k < 7) return "{" + clause() + ", " + clause() + "}";
     if (k < 8) return "{\"$and\": [{" + clause() + "}, {" + clause() + "}]}";
@@ -164,7 +191,7 @@ class IndexDifferentialTest : public ::testing::TestWithParam<uint32_t> {
     for (const std::string& id : Ids(all->docs)) all_ids_.insert(id);
     Compare(*scan, *planned, sort, limit, context + " planned filter " + filter_json + " sort " + sort_json);
     // Every index that holds every document may be forced.
-    for (const char* name : {"a_1", "b_-1", "a_1_c_-1", "d.x_1"}) {
+    for (const char* name : {"a_1", "b_-1", "a_1_c_-1", "d.x_1", "u_-1"}) {
       StatusOr<FindResult> hinted = Run(filter, sort, limit, NameHint(name));
       ASSERT_OK(hinted);
       Compare(*scan, *hinted, sort, limit,
@@ -225,6 +252,7 @@ TEST_P(IndexDifferentialTest, PlannerAndEveryIndexAgreeWithCollectionScan) {
       test::Json(R"({"key": {"d.x": 1}})"),
       test::Json(R"({"key": {"c": 1}, "sparse": true})"),
       test::Json(R"({"key": {"b": 1, "c": -1}, "partialFilterExpression": {"c": {"$gte": 1}}})"),
+      test::Json(R"({"key": {"u": -1}, "unique": true})"),  // no _id after the component
   };
   // Half the documents before the indexes (the build), half after (maintenance).
   int next_id = 0;
@@ -279,7 +307,7 @@ TEST_P(IndexDifferentialTest, PlannerAndEveryIndexAgreeWithCollectionScan) {
       ASSERT_OK(db_->Update(up));
     }
   }
-  EXPECT_GE(compared_, 250 * 5);  // the planner and four hinted indexes per query
+  EXPECT_GE(compared_, 250 * 6);  // the planner and five hinted indexes per query
   // After a reopen the indexes still agree.
   db_.reset();
   auto db = DBImpl::Open(dir_.path(), Options());

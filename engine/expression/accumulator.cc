@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/expression/expression_internal.h"
 
 namespace gatedb {
@@ -37,6 +38,81 @@ Value FieldOf(const Value& doc, std::string_view name) {
 
 int64_t IntOf(const Value& v) { return v.type() == BSON_TYPE_INT32 ? v.int32() : v.int64(); }
 
+// MongoDB's $sum and $avg keep decimals apart: decimal inputs add up in
+// decimal, the others exactly (integers) or in long double; at the end the
+// non-decimal total joins the decimal one (as its DoubleDoubleSummation's
+// getDecimal: exact when integral, else Decimal128(double)).
+class NumericTotal {
+ public:
+  void Add(const Value& v) {
+    const NumType t = NumTypeOf(v);
+    if (t > widest_) widest_ = t;
+    if (t == NumType::kDecimal) {
+      dec_ = decimal::Add(dec_, v.bson().value.v_decimal128).value;
+    } else if (t == NumType::kDouble) {
+      dsum_ += v.dbl();
+    } else {
+      AddInt(IntOf(v));
+    }
+  }
+  NumType widest() const { return widest_; }
+  // The total in the widest type seen (int32/int64 exact, double, decimal).
+  Value Total() const {
+    if (widest_ == NumType::kDecimal) return Value::Decimal(DecimalTotal());
+    if (widest_ == NumType::kDouble || overflow_) return Value::Double(static_cast<double>(dsum_ + isum_));
+    if (widest_ == NumType::kInt64) return Value::Int64(isum_);
+    return internal::IntegerValue(isum_);
+  }
+  bson_decimal128_t DecimalTotal() const {
+    const bson_decimal128_t rest = (dsum_ == 0 && !overflow_)
+                                       ? decimal::FromInt64(isum_)
+                                       : decimal::FromDouble(static_cast<double>(dsum_ + isum_));
+    return decimal::Add(dec_, rest).value;
+  }
+  long double NonDecimal() const { return dsum_ + isum_; }
+
+  void AppendPartial(ValueBuilder* b) const {
+    b->Append("w", Value::Int32(static_cast<int32_t>(widest_)));
+    b->Append("i", Value::Int64(isum_));
+    b->Append("o", Value::Bool(overflow_));
+    b->Append("d", Value::Double(static_cast<double>(dsum_)));
+    b->Append("m", Value::Decimal(dec_));
+  }
+  // False when the partial is malformed.
+  bool MergePartial(const Value& p) {
+    const Value w = FieldOf(p, "w"), i = FieldOf(p, "i"), o = FieldOf(p, "o"), d = FieldOf(p, "d"),
+                m = FieldOf(p, "m");
+    if (w.type() != BSON_TYPE_INT32 || w.int32() < 0 || w.int32() > 3 || i.type() != BSON_TYPE_INT64 ||
+        o.type() != BSON_TYPE_BOOL || d.type() != BSON_TYPE_DOUBLE || m.type() != BSON_TYPE_DECIMAL128) {
+      return false;
+    }
+    const NumType t = static_cast<NumType>(w.int32());
+    if (t > widest_) widest_ = t;
+    if (o.boolean()) overflow_ = true;
+    dsum_ += d.dbl();
+    dec_ = decimal::Add(dec_, m.bson().value.v_decimal128).value;
+    AddInt(i.int64());
+    return true;
+  }
+
+ private:
+  void AddInt(int64_t x) {
+    const int64_t before = isum_;
+    if (__builtin_add_overflow(before, x, &isum_)) {
+      // From here on the integer total is a double.
+      overflow_ = true;
+      dsum_ += static_cast<long double>(before) + x;
+      isum_ = 0;
+    }
+  }
+
+  NumType widest_ = NumType::kInt32;
+  int64_t isum_ = 0;       // exact integer part
+  bool overflow_ = false;  // the integers overflowed int64 once
+  long double dsum_ = 0;   // doubles, and integers past an overflow
+  bson_decimal128_t dec_ = decimal::FromInt64(0);  // the decimal inputs
+};
+
 // ---------------------------------------------------------------------------
 // $sum and $count
 
@@ -45,64 +121,26 @@ class SumAccumulator final : public Accumulator {
   const char* name() const override { return "$sum"; }
 
   Status Process(const Value& v) override {
-    if (!v.is_number()) return Status::OK();
-    const NumType t = NumTypeOf(v);
-    if (t == NumType::kDecimal) return internal::DecimalUnsupported("$sum");
-    if (t > widest_) widest_ = t;
-    if (t == NumType::kDouble) {
-      dsum_ += v.dbl();
-    } else {
-      AddInt(IntOf(v));
-    }
+    if (v.is_number()) total_.Add(v);
     return Status::OK();
   }
 
-  StatusOr<Value> Finalize() const override {
-    if (widest_ == NumType::kDouble || overflow_) return Value::Double(static_cast<double>(dsum_ + isum_));
-    if (widest_ == NumType::kInt64) return Value::Int64(isum_);
-    return internal::IntegerValue(isum_);
-  }
+  StatusOr<Value> Finalize() const override { return total_.Total(); }
 
   size_t MemoryUsage() const override { return sizeof(*this); }
 
   StatusOr<Value> SerializePartial() const override {
     ValueBuilder b(ValueBuilder::kDocument);
-    b.Append("w", Value::Int32(static_cast<int32_t>(widest_)));
-    b.Append("i", Value::Int64(isum_));
-    b.Append("o", Value::Bool(overflow_));
-    b.Append("d", Value::Double(static_cast<double>(dsum_)));
+    total_.AppendPartial(&b);
     return b.Finish();
   }
 
   Status MergePartial(const Value& p) override {
-    const Value w = FieldOf(p, "w"), i = FieldOf(p, "i"), o = FieldOf(p, "o"), d = FieldOf(p, "d");
-    if (w.type() != BSON_TYPE_INT32 || w.int32() < 0 || w.int32() > 2 || i.type() != BSON_TYPE_INT64 ||
-        o.type() != BSON_TYPE_BOOL || d.type() != BSON_TYPE_DOUBLE) {
-      return MalformedPartial("$sum");
-    }
-    const NumType t = static_cast<NumType>(w.int32());
-    if (t > widest_) widest_ = t;
-    if (o.boolean()) overflow_ = true;
-    dsum_ += d.dbl();
-    AddInt(i.int64());
-    return Status::OK();
+    return total_.MergePartial(p) ? Status::OK() : MalformedPartial("$sum");
   }
 
  private:
-  void AddInt(int64_t x) {
-    const int64_t before = isum_;
-    if (__builtin_add_overflow(before, x, &isum_)) {
-      // From here on the total is a double.
-      overflow_ = true;
-      dsum_ += static_cast<long double>(before) + x;
-      isum_ = 0;
-    }
-  }
-
-  NumType widest_ = NumType::kInt32;
-  int64_t isum_ = 0;        // exact integer part
-  bool overflow_ = false;   // the integers overflowed int64 once
-  long double dsum_ = 0;    // doubles, and integers past an overflow
+  NumericTotal total_;
 };
 
 // ---------------------------------------------------------------------------
@@ -114,36 +152,38 @@ class AvgAccumulator final : public Accumulator {
 
   Status Process(const Value& v) override {
     if (!v.is_number()) return Status::OK();
-    if (NumTypeOf(v) == NumType::kDecimal) return internal::DecimalUnsupported("$avg");
-    sum_ += v.type() == BSON_TYPE_DOUBLE ? static_cast<long double>(v.dbl()) : IntOf(v);
+    total_.Add(v);
     ++count_;
     return Status::OK();
   }
 
+  // A double, or with any decimal input a decimal (MongoDB's AccumulatorAvg).
   StatusOr<Value> Finalize() const override {
     if (count_ == 0) return Value::Null();
-    return Value::Double(static_cast<double>(sum_ / count_));
+    if (total_.widest() == NumType::kDecimal) {
+      return Value::Decimal(decimal::Divide(total_.DecimalTotal(), decimal::FromInt64(count_)).value);
+    }
+    return Value::Double(static_cast<double>(total_.NonDecimal() / count_));
   }
 
   size_t MemoryUsage() const override { return sizeof(*this); }
 
   StatusOr<Value> SerializePartial() const override {
     ValueBuilder b(ValueBuilder::kDocument);
-    b.Append("s", Value::Double(static_cast<double>(sum_)));
+    total_.AppendPartial(&b);
     b.Append("n", Value::Int64(count_));
     return b.Finish();
   }
 
   Status MergePartial(const Value& p) override {
-    const Value s = FieldOf(p, "s"), n = FieldOf(p, "n");
-    if (s.type() != BSON_TYPE_DOUBLE || n.type() != BSON_TYPE_INT64) return MalformedPartial("$avg");
-    sum_ += s.dbl();
+    const Value n = FieldOf(p, "n");
+    if (n.type() != BSON_TYPE_INT64 || !total_.MergePartial(p)) return MalformedPartial("$avg");
     count_ += n.int64();
     return Status::OK();
   }
 
  private:
-  long double sum_ = 0;
+  NumericTotal total_;
   int64_t count_ = 0;
 };
 

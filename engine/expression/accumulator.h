@@ -13,8 +13,10 @@
 //     value (1 and 1.0 are the same value) and answers them in BSON order.
 //   - $mergeObjects skips null and missing; other non-documents are
 //     Location40400.
-//   - Decimal128 inputs to $sum and $avg are refused (TypeMismatch) until
-//     gatedb has decimal arithmetic (issue 19); $stdDev* read them as doubles.
+//   - With a Decimal128 input, $sum and $avg answer a decimal: decimal
+//     inputs add up in decimal, the others apart, and the totals meet at the
+//     end (MongoDB's AccumulatorSum/Avg); $stdDev* read decimals as doubles
+//     and answer a double, as MongoDB does.
 //
 // Partial state, for a $group that spills: SerializePartial() writes an
 // accumulator's state as a self-contained Value; MergePartial() folds such

@@ -5,14 +5,17 @@
 //
 // Result types follow MongoDB: int32 results that overflow widen to int64,
 // int64 results that overflow become doubles, any double operand gives a
-// double.  Decimal128 operands are refused (DecimalUnsupported) until
-// gatedb has decimal arithmetic.
+// double, any decimal operand gives a decimal (the other operands converted
+// as MongoDB's coerceToDecimal does; engine/decimal computes).  The
+// trigonometric and hyperbolic functions refuse decimals
+// (DecimalUnsupported): decNumber has none.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/expression/accumulator.h"
 #include "engine/expression/expression_internal.h"
 
@@ -28,6 +31,20 @@ int64_t IntOf(const Value& v) { return v.type() == BSON_TYPE_INT32 ? v.int32() :
 
 bool InInt64Range(long double d) { return d >= -9223372036854775808.0L && d < 9223372036854775808.0L; }
 
+Value Dec(const bson_decimal128_t& d) { return Value::Decimal(d); }
+Value Dec(const decimal::Result& r) { return Value::Decimal(r.value); }
+
+bool IsDecimal(const Value& v) { return v.type() == BSON_TYPE_DECIMAL128; }
+
+// A decimal number of milliseconds added to or taken from a date: rounded
+// half to even, as MongoDB's Decimal128::toLong.
+bool DecimalMillis(const bson_decimal128_t& d, int64_t* ms) {
+  std::optional<int64_t> r = decimal::ToInt64Exact(decimal::Round(d, 0).value);
+  if (!r) return false;
+  *ms = *r;
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // $add $subtract $multiply $divide $mod
 
@@ -36,6 +53,7 @@ StatusOr<Value> Add(const char* name, const Value* a, size_t n) {
   int64_t isum = 0;
   bool int_overflow = false;
   long double dsum = 0;
+  bson_decimal128_t dec_sum = decimal::FromInt64(0);
   bool have_date = false;
   int64_t date = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -49,9 +67,12 @@ StatusOr<Value> Add(const char* name, const Value* a, size_t n) {
     }
     if (!v.is_number()) return Err(16554, "$add only supports numeric or date types, not " + T(v));
     const NumType t = NumTypeOf(v);
-    if (t == NumType::kDecimal) return DecimalUnsupported(name);
     if (t > widest) widest = t;
-    if (t == NumType::kDouble) {
+    if (t == NumType::kDecimal) {
+      // MongoDB's AddState: decimals add up in decimal, the other numbers
+      // apart; the two totals meet at the end.
+      dec_sum = decimal::Add(dec_sum, v.bson().value.v_decimal128).value;
+    } else if (t == NumType::kDouble) {
       dsum += v.dbl();
     } else if (int_overflow) {
       dsum += IntOf(v);
@@ -66,6 +87,17 @@ StatusOr<Value> Add(const char* name, const Value* a, size_t n) {
     }
   }
   const long double total = dsum + isum;
+  if (widest == NumType::kDecimal) {
+    const bson_decimal128_t rest = (dsum == 0 && !int_overflow) ? decimal::FromInt64(isum)
+                                                                : decimal::FromDouble(static_cast<double>(total));
+    dec_sum = decimal::Add(dec_sum, rest).value;
+    if (!have_date) return Dec(dec_sum);
+    int64_t ms = 0, out = 0;
+    if (!DecimalMillis(dec_sum, &ms) || __builtin_add_overflow(date, ms, &out)) {
+      return Status(ErrorCode::kOverflow, "date overflow in $add");
+    }
+    return Value::Date(out);
+  }
   if (have_date) {
     int64_t out = 0;
     if (widest != NumType::kDouble && !int_overflow) {
@@ -90,7 +122,7 @@ StatusOr<Value> Subtract(const char* name, const Value* a, size_t) {
   if (l.nullish() || r.nullish()) return Value::Null();
   if (l.is_number() && r.is_number()) {
     const NumType tl = NumTypeOf(l), tr = NumTypeOf(r);
-    if (tl == NumType::kDecimal || tr == NumType::kDecimal) return DecimalUnsupported(name);
+    if (tl == NumType::kDecimal || tr == NumType::kDecimal) return Dec(decimal::Subtract(ToDecimal(l), ToDecimal(r)));
     if (tl == NumType::kDouble || tr == NumType::kDouble) return Value::Double(ToDouble(l) - ToDouble(r));
     int64_t out = 0;
     if (__builtin_sub_overflow(IntOf(l), IntOf(r), &out)) {
@@ -108,9 +140,12 @@ StatusOr<Value> Subtract(const char* name, const Value* a, size_t) {
       return Value::Int64(out);
     }
     if (r.is_number()) {
-      if (NumTypeOf(r) == NumType::kDecimal) return DecimalUnsupported(name);
       int64_t ms = 0;
-      if (NumTypeOf(r) == NumType::kDouble) {
+      if (NumTypeOf(r) == NumType::kDecimal) {
+        if (!DecimalMillis(r.bson().value.v_decimal128, &ms)) {
+          return Status(ErrorCode::kOverflow, "date overflow in $subtract");
+        }
+      } else if (NumTypeOf(r) == NumType::kDouble) {
         const double d = r.dbl();
         if (!std::isfinite(d) || !InInt64Range(d)) {
           return Status(ErrorCode::kOverflow, "date overflow in $subtract");
@@ -131,16 +166,30 @@ StatusOr<Value> Subtract(const char* name, const Value* a, size_t) {
 
 StatusOr<Value> Multiply(const char* name, const Value* a, size_t n) {
   // As MongoDB: an exact integer product while it fits, then a double.
+  // From the first decimal on (MongoDB's ExpressionMultiply), the product so
+  // far becomes a decimal and every further factor multiplies in decimal.
   NumType widest = NumType::kInt32;
   int64_t iprod = 1;
   bool int_overflow = false;
   double dprod = 1;
+  bson_decimal128_t dec_prod{};
   for (size_t i = 0; i < n; ++i) {
     const Value& v = a[i];
     if (v.nullish()) return Value::Null();
     if (!v.is_number()) return Err(16555, "$multiply only supports numeric types, not " + T(v));
     const NumType t = NumTypeOf(v);
-    if (t == NumType::kDecimal) return DecimalUnsupported(name);
+    if (widest == NumType::kDecimal) {
+      dec_prod = decimal::Multiply(dec_prod, ToDecimal(v)).value;
+      continue;
+    }
+    if (t == NumType::kDecimal) {
+      const bson_decimal128_t so_far = (widest == NumType::kDouble || int_overflow)
+                                           ? decimal::FromDouble(dprod * static_cast<double>(iprod))
+                                           : decimal::FromInt64(iprod);
+      dec_prod = decimal::Multiply(so_far, v.bson().value.v_decimal128).value;
+      widest = NumType::kDecimal;
+      continue;
+    }
     if (t > widest) widest = t;
     if (widest == NumType::kDouble || int_overflow) {
       if (iprod != 1) {
@@ -157,6 +206,7 @@ StatusOr<Value> Multiply(const char* name, const Value* a, size_t n) {
       iprod = 1;
     }
   }
+  if (widest == NumType::kDecimal) return Dec(dec_prod);
   if (widest == NumType::kDouble || int_overflow) return Value::Double(dprod * static_cast<double>(iprod));
   if (widest == NumType::kInt64) return Value::Int64(iprod);
   return IntegerValue(iprod);
@@ -169,7 +219,11 @@ StatusOr<Value> Divide(const char* name, const Value* a, size_t) {
   if (!l.is_number() || !r.is_number()) {
     return Err(16609, "$divide only supports numeric types, not " + T(l) + " and " + T(r));
   }
-  if (NumTypeOf(l) == NumType::kDecimal || NumTypeOf(r) == NumType::kDecimal) return DecimalUnsupported(name);
+  if (IsDecimal(l) || IsDecimal(r)) {
+    const bson_decimal128_t divisor = ToDecimal(r);
+    if (decimal::IsZero(divisor)) return Err(16608, "can't $divide by zero");
+    return Dec(decimal::Divide(ToDecimal(l), divisor));
+  }
   const double d = ToDouble(r);
   if (d == 0) return Err(16608, "can't $divide by zero");
   return Value::Double(ToDouble(l) / d);
@@ -183,7 +237,11 @@ StatusOr<Value> Mod(const char* name, const Value* a, size_t) {
     return Err(16611, "$mod only supports numeric types, not " + T(l) + " and " + T(r));
   }
   const NumType tl = NumTypeOf(l), tr = NumTypeOf(r);
-  if (tl == NumType::kDecimal || tr == NumType::kDecimal) return DecimalUnsupported(name);
+  if (tl == NumType::kDecimal || tr == NumType::kDecimal) {
+    const bson_decimal128_t divisor = ToDecimal(r);
+    if (decimal::IsZero(divisor)) return Err(16610, "can't $mod by zero");
+    return Dec(decimal::Remainder(ToDecimal(l), divisor));
+  }
   if (tl == NumType::kDouble || tr == NumType::kDouble) {
     const double d = ToDouble(r);
     if (d == 0) return Err(16610, "can't $mod by zero");
@@ -215,18 +273,18 @@ StatusOr<Value> Abs(const char* name, const Value* a, size_t) {
       if (v.int64() == INT64_MIN) return Err(28680, "can't take $abs of long long min");
       return Value::Int64(std::llabs(v.int64()));
     case BSON_TYPE_DOUBLE: return Value::Double(std::fabs(v.dbl()));
-    default: return DecimalUnsupported(name);
+    default: return Dec(decimal::Abs(v.bson().value.v_decimal128));
   }
 }
 
-template <double (*F)(double)>
+template <double (*F)(double), decimal::Result (*D)(const bson_decimal128_t&)>
 StatusOr<Value> IntegralRound(const char* name, const Value* a, size_t) {
   const Value& v = a[0];
   if (v.nullish()) return Value::Null();
   if (!v.is_number()) return NotNumeric(name, v);
   if (v.type() == BSON_TYPE_INT32 || v.type() == BSON_TYPE_INT64) return v;
   if (v.type() == BSON_TYPE_DOUBLE) return Value::Double(F(v.dbl()));
-  return DecimalUnsupported(name);
+  return Dec(D(v.bson().value.v_decimal128));
 }
 
 double Ceil(double d) { return std::ceil(d); }
@@ -339,21 +397,42 @@ StatusOr<Value> RoundOrTrunc(const char* name, const Value* a, size_t n, bool tr
     }
     case BSON_TYPE_DOUBLE:
       return Value::Double(RoundDouble(v.dbl(), static_cast<int>(place), truncate));
-    default:
-      return DecimalUnsupported(name);
+    default: {
+      const bson_decimal128_t& d = v.bson().value.v_decimal128;
+      return Dec(truncate ? decimal::Trunc(d, static_cast<int>(place)) : decimal::Round(d, static_cast<int>(place)));
+    }
   }
 }
 
 StatusOr<Value> Round(const char* name, const Value* a, size_t n) { return RoundOrTrunc(name, a, n, false); }
 StatusOr<Value> Trunc(const char* name, const Value* a, size_t n) { return RoundOrTrunc(name, a, n, true); }
 
-// A one-argument operator computed in double.  `check` rejects arguments
-// outside the domain (NaN passes through, as in MongoDB).
-template <double (*F)(double)>
-StatusOr<Value> DoubleFn(const char* name, const Value& v, Status (*check)(const char*, double)) {
+// A decimal operand's domain check (NaN passes through, as in MongoDB).
+enum class Domain { kAny, kNonNegative, kPositive };
+
+// A one-argument operator computed in double, or for a decimal by `D`
+// (null: refused).  `check` rejects double arguments outside the domain;
+// `domain` decimal ones (NaN passes through, as in MongoDB).
+template <double (*F)(double), decimal::Result (*D)(const bson_decimal128_t&)>
+StatusOr<Value> DoubleFn(const char* name, const Value& v, Status (*check)(const char*, double), Domain domain) {
   if (v.nullish()) return Value::Null();
   if (!v.is_number()) return NotNumeric(name, v);
-  if (NumTypeOf(v) == NumType::kDecimal) return DecimalUnsupported(name);
+  if (IsDecimal(v)) {
+    if constexpr (D == nullptr) {
+      return DecimalUnsupported(name);
+    } else {
+      const bson_decimal128_t& x = v.bson().value.v_decimal128;
+      if (!decimal::IsNaN(x)) {
+        const int sign = decimal::CompareToInt64(x, 0);
+        if ((domain == Domain::kNonNegative && sign < 0) || (domain == Domain::kPositive && sign <= 0)) {
+          if (domain == Domain::kNonNegative) return Err(28714, "$sqrt's argument must be greater than or equal to 0");
+          return Err(std::string(name) == "$ln" ? 28766 : 28761,
+                     std::string(name) + "'s argument must be a positive number, but is " + decimal::ToString(x));
+        }
+      }
+      return Dec(D(x));
+    }
+  }
   const double d = ToDouble(v);
   if (check != nullptr && !std::isnan(d)) RETURN_IF_ERROR(check(name, d));
   return Value::Double(F(d));
@@ -405,26 +484,38 @@ double Atanh(double d) { return std::atanh(d); }
 double DegToRad(double d) { return d * M_PI / 180.0; }
 double RadToDeg(double d) { return d * 180.0 / M_PI; }
 
-#define GATEDB_DOUBLE_OP(fn_name, F, check) \
-  StatusOr<Value> fn_name(const char* name, const Value* a, size_t) { return DoubleFn<F>(name, a[0], check); }
-GATEDB_DOUBLE_OP(SqrtOp, Sqrt, SqrtCheck)
-GATEDB_DOUBLE_OP(ExpOp, Exp, nullptr)
-GATEDB_DOUBLE_OP(LnOp, Ln, LnCheck)
-GATEDB_DOUBLE_OP(Log10Op, Log10, Log10Check)
-GATEDB_DOUBLE_OP(SinOp, Sin, Finite)
-GATEDB_DOUBLE_OP(CosOp, Cos, Finite)
-GATEDB_DOUBLE_OP(TanOp, Tan, Finite)
-GATEDB_DOUBLE_OP(AsinOp, Asin, UnitRange)
-GATEDB_DOUBLE_OP(AcosOp, Acos, UnitRange)
-GATEDB_DOUBLE_OP(AtanOp, Atan, nullptr)
-GATEDB_DOUBLE_OP(SinhOp, Sinh, nullptr)
-GATEDB_DOUBLE_OP(CoshOp, Cosh, nullptr)
-GATEDB_DOUBLE_OP(TanhOp, Tanh, nullptr)
-GATEDB_DOUBLE_OP(AsinhOp, Asinh, nullptr)
-GATEDB_DOUBLE_OP(AcoshOp, Acosh, AtLeastOne)
-GATEDB_DOUBLE_OP(AtanhOp, Atanh, OpenUnitRange)
-GATEDB_DOUBLE_OP(DegToRadOp, DegToRad, nullptr)
-GATEDB_DOUBLE_OP(RadToDegOp, RadToDeg, nullptr)
+// MongoDB's Decimal128::kPiOver180 and k180OverPi, to 34 digits.
+decimal::Result DecimalDegToRad(const bson_decimal128_t& d) {
+  return decimal::Multiply(d, decimal::FromString("0.01745329251994329576923690768488613").value);
+}
+decimal::Result DecimalRadToDeg(const bson_decimal128_t& d) {
+  return decimal::Multiply(d, decimal::FromString("57.29577951308232087679815481410517").value);
+}
+
+constexpr decimal::Result (*kNoDecimal)(const bson_decimal128_t&) = nullptr;
+
+#define GATEDB_DOUBLE_OP(fn_name, F, D, check, domain)                     \
+  StatusOr<Value> fn_name(const char* name, const Value* a, size_t) {      \
+    return DoubleFn<F, D>(name, a[0], check, domain);                      \
+  }
+GATEDB_DOUBLE_OP(SqrtOp, Sqrt, decimal::Sqrt, SqrtCheck, Domain::kNonNegative)
+GATEDB_DOUBLE_OP(ExpOp, Exp, decimal::Exp, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(LnOp, Ln, decimal::Ln, LnCheck, Domain::kPositive)
+GATEDB_DOUBLE_OP(Log10Op, Log10, decimal::Log10, Log10Check, Domain::kPositive)
+GATEDB_DOUBLE_OP(SinOp, Sin, kNoDecimal, Finite, Domain::kAny)
+GATEDB_DOUBLE_OP(CosOp, Cos, kNoDecimal, Finite, Domain::kAny)
+GATEDB_DOUBLE_OP(TanOp, Tan, kNoDecimal, Finite, Domain::kAny)
+GATEDB_DOUBLE_OP(AsinOp, Asin, kNoDecimal, UnitRange, Domain::kAny)
+GATEDB_DOUBLE_OP(AcosOp, Acos, kNoDecimal, UnitRange, Domain::kAny)
+GATEDB_DOUBLE_OP(AtanOp, Atan, kNoDecimal, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(SinhOp, Sinh, kNoDecimal, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(CoshOp, Cosh, kNoDecimal, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(TanhOp, Tanh, kNoDecimal, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(AsinhOp, Asinh, kNoDecimal, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(AcoshOp, Acosh, kNoDecimal, AtLeastOne, Domain::kAny)
+GATEDB_DOUBLE_OP(AtanhOp, Atanh, kNoDecimal, OpenUnitRange, Domain::kAny)
+GATEDB_DOUBLE_OP(DegToRadOp, DegToRad, DecimalDegToRad, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(RadToDegOp, RadToDeg, DecimalRadToDeg, nullptr, Domain::kAny)
 #undef GATEDB_DOUBLE_OP
 
 StatusOr<Value> Atan2(const char* name, const Value* a, size_t) {
@@ -441,7 +532,17 @@ StatusOr<Value> Log(const char* name, const Value* a, size_t) {
   if (v.nullish() || b.nullish()) return Value::Null();
   if (!v.is_number()) return Err(28756, "$log's argument must be numeric, not " + T(v));
   if (!b.is_number()) return Err(28757, "$log's base must be numeric, not " + T(b));
-  if (NumTypeOf(v) == NumType::kDecimal || NumTypeOf(b) == NumType::kDecimal) return DecimalUnsupported(name);
+  if (IsDecimal(v) || IsDecimal(b)) {
+    // MongoDB's Decimal128::logarithm(base): ln(x) / ln(base).
+    const bson_decimal128_t x = ToDecimal(v), base = ToDecimal(b);
+    if (!decimal::IsNaN(x) && decimal::CompareToInt64(x, 0) <= 0) {
+      return Err(28758, "$log's argument must be a positive number, but is " + decimal::ToString(x));
+    }
+    if (!decimal::IsNaN(base) && (decimal::CompareToInt64(base, 0) <= 0 || decimal::CompareToInt64(base, 1) == 0)) {
+      return Err(28759, "$log's base must be a positive number not equal to 1, but is " + decimal::ToString(base));
+    }
+    return Dec(decimal::Divide(decimal::Ln(x).value, decimal::Ln(base).value));
+  }
   const double x = ToDouble(v), base = ToDouble(b);
   if (!(x > 0) && !std::isnan(x)) {
     return Err(28758, "$log's argument must be a positive number, but is " + FormatDouble(x));
@@ -459,7 +560,13 @@ StatusOr<Value> Pow(const char* name, const Value* a, size_t) {
   if (!b.is_number()) return Err(28762, "$pow's base must be numeric, not " + T(b));
   if (!e.is_number()) return Err(28763, "$pow's exponent must be numeric, not " + T(e));
   const NumType tb = NumTypeOf(b), te = NumTypeOf(e);
-  if (tb == NumType::kDecimal || te == NumType::kDecimal) return DecimalUnsupported(name);
+  if (tb == NumType::kDecimal || te == NumType::kDecimal) {
+    const bson_decimal128_t base = ToDecimal(b), exp = ToDecimal(e);
+    if (decimal::IsZero(base) && decimal::CompareToInt64(exp, 0) < 0) {
+      return Err(28764, "$pow cannot take a base of 0 and a negative exponent");
+    }
+    return Dec(decimal::Pow(base, exp));
+  }
   const double db = ToDouble(b), de = ToDouble(e);
   if (db == 0 && de < 0) return Err(28764, "$pow cannot take a base of 0 and a negative exponent");
   if (tb == NumType::kDouble || te == NumType::kDouble) return Value::Double(std::pow(db, de));
@@ -536,8 +643,8 @@ void AddArithOperators(std::vector<OperatorDef>* ops) {
   ops->push_back(OperatorDef{"$divide", Divide, 2, 2, nullptr});
   ops->push_back(OperatorDef{"$mod", Mod, 2, 2, nullptr});
   ops->push_back(OperatorDef{"$abs", Abs, 1, 1, nullptr});
-  ops->push_back(OperatorDef{"$ceil", IntegralRound<Ceil>, 1, 1, nullptr});
-  ops->push_back(OperatorDef{"$floor", IntegralRound<Floor>, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$ceil", IntegralRound<Ceil, decimal::Ceil>, 1, 1, nullptr});
+  ops->push_back(OperatorDef{"$floor", IntegralRound<Floor, decimal::Floor>, 1, 1, nullptr});
   ops->push_back(OperatorDef{"$round", Round, 1, 2, nullptr});
   ops->push_back(OperatorDef{"$trunc", Trunc, 1, 2, nullptr});
   ops->push_back(OperatorDef{"$sqrt", SqrtOp, 1, 1, nullptr});

@@ -34,8 +34,8 @@ Status CheckArity(std::string_view op, size_t n, int min, int max) {
 
 Status DecimalUnsupported(std::string_view op) {
   return Status(ErrorCode::kTypeMismatch,
-                std::string(op) + " of a decimal value is not supported: gatedb has no Decimal128 "
-                                  "arithmetic yet (issue 19)");
+                std::string(op) + " of a decimal value is not supported: gatedb computes Decimal128 through "
+                                  "decNumber, which has no trigonometric functions");
 }
 
 StatusOr<std::vector<ExprPtr>> ParseArgs(const bson_value_t& spec, ParseContext* pc) {
@@ -183,6 +183,16 @@ double ToDouble(const Value& v) {
     case BSON_TYPE_DOUBLE: return v.dbl();
     case BSON_TYPE_DECIMAL128: return decimal::ToDouble(v.bson().value.v_decimal128);  // correctly rounded
     default: return 0;
+  }
+}
+
+bson_decimal128_t ToDecimal(const Value& v) {
+  switch (v.type()) {
+    case BSON_TYPE_INT32: return decimal::FromInt64(v.int32());
+    case BSON_TYPE_INT64: return decimal::FromInt64(v.int64());
+    case BSON_TYPE_DOUBLE: return decimal::FromDouble(v.dbl());
+    case BSON_TYPE_DECIMAL128: return v.bson().value.v_decimal128;
+    default: return decimal::FromInt64(0);
   }
 }
 

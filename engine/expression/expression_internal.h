@@ -49,8 +49,9 @@ constexpr int kConversionFailure = 241;
 // the ranged form (28667); max < 0 means no upper bound.
 Status CheckArity(std::string_view op, size_t n, int min, int max);
 
-// Decimal128 arithmetic does not exist yet (issue 19): operators that would
-// compute with a decimal refuse by name instead of answering approximately.
+// Operators MongoDB computes in Decimal128 that gatedb does not (the
+// trigonometric and hyperbolic functions: decNumber has none) refuse a
+// decimal by name instead of answering approximately.
 Status DecimalUnsupported(std::string_view op);
 
 // ---------------------------------------------------------------------------
@@ -178,8 +179,14 @@ class NamedSerializer {
 enum class NumType { kInt32 = 0, kInt64 = 1, kDouble = 2, kDecimal = 3 };
 NumType NumTypeOf(const Value& v);  // REQUIRES: v.is_number()
 
-// The number as a double (decimal approximated).  REQUIRES: is_number().
+// The number as a double (a decimal correctly rounded).  REQUIRES:
+// is_number().
 double ToDouble(const Value& v);
+
+// The number as a decimal, as MongoDB's Value::coerceToDecimal: integers
+// exactly, a double to 15 significant digits (MongoDB's Decimal128(double)).
+// REQUIRES: is_number().
+bson_decimal128_t ToDecimal(const Value& v);
 
 // True when `v` is a number with an integral value that fits in int64
 // (for doubles and decimals: exactly).  *out gets it.

@@ -1,6 +1,5 @@
 // Type operators: $type, $isNumber, $convert and its shorthands $toString
-// $toInt $toLong $toDouble $toBool $toDate $toObjectId ($toDecimal is
-// refused until gatedb has Decimal128 arithmetic, issue 19).
+// $toInt $toLong $toDouble $toDecimal $toBool $toDate $toObjectId.
 //
 // A conversion that fails is ConversionFailure (241), which $convert's
 // `onError` replaces; a null or missing input gives `onNull` (default null).
@@ -11,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 #include "engine/expression/expression_internal.h"
 
@@ -121,7 +121,15 @@ Status ParseDouble(std::string_view s, double* out) {
 
 // A double or decimal converted to an integer type (truncated toward zero).
 StatusOr<int64_t> FloatToInteger(const Value& v, int64_t min, int64_t max) {
-  const long double d = NumberAsLongDouble(v.bson());
+  if (v.type() == BSON_TYPE_DECIMAL128) {
+    const bson_decimal128_t& d = v.bson().value.v_decimal128;
+    if (decimal::IsNaN(d)) return ConversionError("Attempt to convert NaN value to integer type");
+    if (decimal::IsInfinity(d)) return ConversionError("Attempt to convert infinity value to integer type");
+    const std::optional<int64_t> t = decimal::ToInt64Truncated(d);
+    if (!t || *t < min || *t > max) return ConversionError("Conversion would overflow target type");
+    return *t;
+  }
+  const long double d = v.dbl();
   if (std::isnan(d)) return ConversionError("Attempt to convert NaN value to integer type");
   if (std::isinf(d)) return ConversionError("Attempt to convert infinity value to integer type");
   const long double t = std::trunc(d);
@@ -171,8 +179,16 @@ StatusOr<Value> Convert(const Value& v, bson_type_t to) {
       switch (v.type()) {
         case BSON_TYPE_BOOL: return Value::Double(v.boolean() ? 1 : 0);
         case BSON_TYPE_INT32:
-        case BSON_TYPE_INT64:
-        case BSON_TYPE_DECIMAL128: return Value::Double(ToDouble(v));
+        case BSON_TYPE_INT64: return Value::Double(ToDouble(v));
+        case BSON_TYPE_DECIMAL128: {
+          // As MongoDB: rounding is fine, leaving the double range is not.
+          const bson_decimal128_t& d = v.bson().value.v_decimal128;
+          const double x = decimal::ToDouble(d);
+          if (!decimal::IsInfinity(d) && !decimal::IsNaN(d) && (std::isinf(x) || (x == 0 && !decimal::IsZero(d)))) {
+            return ConversionError("Conversion would overflow target type");
+          }
+          return Value::Double(x);
+        }
         case BSON_TYPE_DATE_TIME: return Value::Double(static_cast<double>(v.date()));
         case BSON_TYPE_UTF8: {
           double d = 0;
@@ -186,7 +202,23 @@ StatusOr<Value> Convert(const Value& v, bson_type_t to) {
     case BSON_TYPE_INT64:
       return ToIntegerType(v, to);
     case BSON_TYPE_DECIMAL128:
-      return DecimalUnsupported("$convert to decimal");
+      switch (v.type()) {
+        case BSON_TYPE_BOOL: return Value::Decimal(decimal::FromInt64(v.boolean() ? 1 : 0));
+        case BSON_TYPE_INT32:
+        case BSON_TYPE_INT64:
+        case BSON_TYPE_DOUBLE: return Value::Decimal(ToDecimal(v));  // a double to 15 digits, as MongoDB
+        case BSON_TYPE_DATE_TIME: return Value::Decimal(decimal::FromInt64(v.date()));
+        case BSON_TYPE_UTF8: {
+          const decimal::Result r = decimal::FromString(v.str());
+          if ((r.flags & decimal::kFlagInvalid) != 0) {
+            return ConversionError("Failed to parse number '" + std::string(v.str()) +
+                                   "': Failed to parse string to decimal");
+          }
+          return Value::Decimal(r.value);
+        }
+        default: break;
+      }
+      break;
     case BSON_TYPE_BOOL:
       if (v.is_number()) return Value::Bool(Truthy(v));
       return Value::Bool(true);
@@ -214,9 +246,16 @@ StatusOr<Value> Convert(const Value& v, bson_type_t to) {
     case BSON_TYPE_DATE_TIME:
       switch (v.type()) {
         case BSON_TYPE_INT64: return Value::Date(v.int64());
-        case BSON_TYPE_DOUBLE:
         case BSON_TYPE_DECIMAL128: {
-          const long double d = NumberAsLongDouble(v.bson());
+          const bson_decimal128_t& d = v.bson().value.v_decimal128;
+          if (decimal::IsNaN(d)) return ConversionError("Attempt to convert NaN value to date");
+          if (decimal::IsInfinity(d)) return ConversionError("Attempt to convert infinity value to date");
+          const std::optional<int64_t> t = decimal::ToInt64Truncated(d);
+          if (!t) return ConversionError("Conversion would overflow target type");
+          return Value::Date(*t);
+        }
+        case BSON_TYPE_DOUBLE: {
+          const long double d = v.dbl();
           if (std::isnan(d)) return ConversionError("Attempt to convert NaN value to date");
           if (std::isinf(d)) return ConversionError("Attempt to convert infinity value to date");
           const long double t = std::trunc(d);
@@ -324,8 +363,7 @@ StatusOr<ExprPtr> ParseConvert(const char* name, const bson_value_t& spec, Parse
   ASSIGN_OR_RETURN(ExprPtr on_null, args.Parse("onNull", pc));
   // A constant `to` is checked now.
   if (const Value* c = to->constant(); c != nullptr && !c->nullish()) {
-    ASSIGN_OR_RETURN(bson_type_t target, TargetType(*c));
-    if (target == BSON_TYPE_DECIMAL128) return DecimalUnsupported("$convert to decimal");
+    RETURN_IF_ERROR(TargetType(*c).status());
   }
   return ExprPtr(new ConvertExpression(name, std::move(input), std::move(to), std::move(on_error), std::move(on_null)));
 }
@@ -341,15 +379,11 @@ StatusOr<ExprPtr> ParseShorthand(const char* name, const bson_value_t& spec, Par
                    : op == "$toInt"   ? "int"
                    : op == "$toLong"  ? "long"
                    : op == "$toDouble" ? "double"
+                   : op == "$toDecimal" ? "decimal"
                    : op == "$toBool"  ? "bool"
                    : op == "$toDate"  ? "date"
                                       : "objectId";
   return ExprPtr(new ConvertExpression(name, std::move(args[0]), MakeConstant(Value::String(to)), nullptr, nullptr));
-}
-
-StatusOr<ExprPtr> ParseToDecimal(const char*, const bson_value_t&, ParseContext*) {
-  return Err(kInvalidPipelineOperator,
-             "$toDecimal is not supported by gatedb yet: it has no Decimal128 arithmetic (issue 19)");
 }
 
 }  // namespace
@@ -358,10 +392,10 @@ void AddTypeOperators(std::vector<OperatorDef>* ops) {
   ops->push_back(OperatorDef{"$type", Type, 1, 1, nullptr});
   ops->push_back(OperatorDef{"$isNumber", IsNumber, 1, 1, nullptr});
   ops->push_back(OperatorDef{"$convert", nullptr, 0, 0, ParseConvert});
-  for (const char* n : {"$toString", "$toInt", "$toLong", "$toDouble", "$toBool", "$toDate", "$toObjectId"}) {
+  for (const char* n :
+       {"$toString", "$toInt", "$toLong", "$toDouble", "$toDecimal", "$toBool", "$toDate", "$toObjectId"}) {
     ops->push_back(OperatorDef{n, nullptr, 0, 0, ParseShorthand});
   }
-  ops->push_back(OperatorDef{"$toDecimal", nullptr, 0, 0, ParseToDecimal});
 }
 
 }  // namespace internal

@@ -1,13 +1,14 @@
 // $inc $mul $bit, with MongoDB's SafeNum arithmetic: int32 results that
 // overflow widen to int64; int64 overflow is an error; any double makes a
-// double.  libbson has no decimal128 arithmetic, so a decimal operand or
-// field fails with TypeMismatch (except $inc creating a missing field,
-// which needs no arithmetic).
+// double; any decimal makes a decimal (the other operand converted as
+// MongoDB's Decimal128(double) does, to 15 significant digits; integers
+// exactly), computed in the decimal128 context (engine/decimal).
 #include <cinttypes>
 #include <cstdio>
 #include <limits>
 #include <string>
 
+#include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
 #include "engine/update/update_internal.h"
 
@@ -28,6 +29,15 @@ double AsDouble(const bson_value_t& v) {
   }
 }
 
+bson_decimal128_t AsDecimal(const bson_value_t& v) {
+  switch (v.value_type) {
+    case BSON_TYPE_INT32: return decimal::FromInt64(v.value.v_int32);
+    case BSON_TYPE_INT64: return decimal::FromInt64(v.value.v_int64);
+    case BSON_TYPE_DOUBLE: return decimal::FromDouble(v.value.v_double);
+    default: return v.value.v_decimal128;
+  }
+}
+
 int64_t AsInt64(const bson_value_t& v) {
   return v.value_type == BSON_TYPE_INT32 ? v.value.v_int32 : v.value.v_int64;
 }
@@ -44,12 +54,15 @@ std::string DebugNumber(const bson_value_t& v) {
 }
 
 // a (op) b.  Sets *overflow when an int64 result does not fit.
-Status Compute(Arith arith, const char* modifier, const bson_value_t& a, const bson_value_t& b,
-               bson_value_t* out, bool* overflow) {
+Status Compute(Arith arith, const bson_value_t& a, const bson_value_t& b, bson_value_t* out, bool* overflow) {
   *overflow = false;
   if (a.value_type == BSON_TYPE_DECIMAL128 || b.value_type == BSON_TYPE_DECIMAL128) {
-    return Status(ErrorCode::kTypeMismatch,
-                  std::string("decimal arithmetic not supported: cannot apply ") + modifier + " to a decimal value");
+    const bson_decimal128_t x = AsDecimal(a), y = AsDecimal(b);
+    const decimal::Result r = arith == Arith::kAdd ? decimal::Add(x, y) : decimal::Multiply(x, y);
+    *out = bson_value_t{};
+    out->value_type = BSON_TYPE_DECIMAL128;
+    out->value.v_decimal128 = r.value;
+    return Status::OK();
   }
   if (a.value_type == BSON_TYPE_DOUBLE || b.value_type == BSON_TYPE_DOUBLE) {
     double x = AsDouble(a), y = AsDouble(b);
@@ -168,8 +181,8 @@ Status ApplyArithOp(const Op& op, ApplyState* st, Cursor* c) {
   }
   bson_value_t result{};
   bool overflow = false;
-  RETURN_IF_ERROR(Compute(op.type == OpType::kInc ? Arith::kAdd : Arith::kMul, modifier, op.operand, current,
-                          &result, &overflow));
+  RETURN_IF_ERROR(Compute(op.type == OpType::kInc ? Arith::kAdd : Arith::kMul, op.operand, current, &result,
+                          &overflow));
   if (overflow) {
     return Status(ErrorCode::kBadValue, std::string("Failed to apply ") + modifier +
                                             " operations to current value (" + DebugNumber(current) +
@@ -186,7 +199,7 @@ StatusOr<MNode*> NewArithValue(const Op& op, ApplyState* st) {
       // The operand's type with value 0 (SafeNum: operand * int32 0).
       bson_value_t result{};
       bool overflow = false;
-      RETURN_IF_ERROR(Compute(Arith::kMul, "$mul", op.operand, Int32Value(0), &result, &overflow));
+      RETURN_IF_ERROR(Compute(Arith::kMul, op.operand, Int32Value(0), &result, &overflow));
       return st->NewValueNode(result);
     }
     case OpType::kBit: return st->NewValueNode(ApplyBits(op, Int32Value(0)));

@@ -72,8 +72,24 @@ TEST(AccumulatorTest, SumTypesAndNonNumbers) {
               "9.223372036854775808e18");
   // Arrays are values, not numbers.
   ExpectGroup(R"({"$sum": "$a"})", {R"({"a": [1, 2]})", R"({"a": 3})"}, "3");
-  EXPECT_THAT(Group(R"({"$sum": "$a"})", {R"({"a": {"$numberDecimal": "1"}})"}),
-              gatedb::test::StatusIs(ErrorCode::kTypeMismatch));
+  // A decimal makes the total a decimal (decimals exactly; the rest joins
+  // at the end: 1 + 2.5 as MongoDB's Decimal128(3.5), 15 digits).
+  ExpectGroup(R"({"$sum": "$a"})", {R"({"a": {"$numberDecimal": "0.1"}})", R"({"a": {"$numberDecimal": "0.2"}})"},
+              R"({"$numberDecimal": "0.3"})");
+  ExpectGroup(R"({"$sum": "$a"})", {R"({"a": 1})", R"({"a": {"$numberDecimal": "0.10"}})", R"({"a": 2.5})"},
+              R"({"$numberDecimal": "3.60000000000000"})");
+  ExpectGroup(R"({"$sum": "$a"})", {R"({"a": 1})", R"({"a": {"$numberDecimal": "0.10"}})", R"({"a": 2})"},
+              R"({"$numberDecimal": "3.10"})");
+}
+
+TEST(AccumulatorTest, AvgOfDecimalsIsADecimal) {
+  ExpectGroup(R"({"$avg": "$a"})", {R"({"a": {"$numberDecimal": "1"}})", R"({"a": 2})"},
+              R"({"$numberDecimal": "1.5"})");
+  ExpectGroup(R"({"$avg": "$a"})", {R"({"a": {"$numberDecimal": "1"}})", R"({"a": 1})", R"({"a": 1})"},
+              R"({"$numberDecimal": "1"})");
+  ExpectGroup(R"({"$avg": "$a"})", {R"({"a": {"$numberDecimal": "2"}})", R"({"a": {"$numberDecimal": "1"}})",
+                                    R"({"a": {"$numberDecimal": "1"}})"},
+              R"({"$numberDecimal": "1.333333333333333333333333333333333"})");
 }
 
 TEST(AccumulatorTest, AvgDocumentedExample) {
@@ -247,6 +263,10 @@ TEST(AccumulatorTest, PartialStateMergesInOrder) {
   ExpectPartialsMerge("$mergeObjects", {"{\"a\": 1, \"b\": 1}", "null", "{\"b\": 2}", "{\"c\": [3]}", "{\"a\": 4}"});
   // Integer overflow in one partial makes the total a double, as in one pass.
   ExpectPartialsMerge("$sum", {"{\"$numberLong\": \"9223372036854775807\"}", "1", "1"});
+  // Decimals in some partials: the merged total is the one-pass decimal.
+  const std::vector<std::string> decimals = {"1", "{\"$numberDecimal\": \"0.10\"}", "2.5", "null",
+                                             "{\"$numberDecimal\": \"9999999999999999999999999999999999\"}", "3"};
+  for (const char* op : {"$sum", "$avg", "$min", "$max"}) ExpectPartialsMerge(op, decimals);
 }
 
 TEST(AccumulatorTest, MalformedPartialsAreRefused) {

@@ -49,7 +49,7 @@ TEST(AddTest, NullMissingAndErrors) {
       {R"({"$add": [1, true]})", "{}", "error:16554"},
       {R"({"$add": [{"$date": "2020-01-01T00:00:00Z"}, {"$date": "2020-01-01T00:00:00Z"}]})", "{}",
        "error:16612"},
-      {R"({"$add": [1, {"$numberDecimal": "1.5"}]})", "{}", "error:14"},
+      {R"({"$add": [1, {"$numberDecimal": "1.5"}]})", "{}", R"({"$numberDecimal": "2.5"})"},
       {std::string(R"({"$add": [{"$date": "2020-01-01T00:00:00Z"}, )") + kLongMax + "]}", "{}", "error:15"},
   });
 }
@@ -254,7 +254,7 @@ TEST(PowerTest, SqrtPowExpLnLog) {
       {R"({"$log10": 10})", "{}", "1.0"},
       {R"({"$log10": 100})", "{}", "2.0"},
       {R"({"$log10": 0})", "{}", "error:28761"},
-      {R"({"$log10": {"$numberDecimal": "10"}})", "{}", "error:14"},
+      {R"({"$log10": {"$numberDecimal": "10"}})", "{}", R"({"$numberDecimal": "1"})"},
   });
 }
 
@@ -304,7 +304,7 @@ TEST(AccumulatorExpressionTest, NonNumbersNullAndMissing) {
       {R"({"$stdDevPop": [[1, 2, 3, 4]]})", "{}", "1.118033988749895"},
       {R"({"$stdDevSamp": [[1, 2, 3, 4]]})", "{}", "1.2909944487358056"},
       {R"({"$stdDevSamp": [1]})", "{}", "null"},
-      {R"({"$sum": [1, {"$numberDecimal": "1"}]})", "{}", "error:14"},
+      {R"({"$sum": [1, {"$numberDecimal": "1"}]})", "{}", R"({"$numberDecimal": "2"})"},
   });
 }
 

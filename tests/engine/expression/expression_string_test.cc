@@ -240,8 +240,7 @@ TEST(RegexTest, RegexFindAllDocumentedExamples) {
        R"([{"match": "", "idx": 0, "captures": []}, {"match": "", "idx": 1, "captures": []},
            {"match": "", "idx": 2, "captures": []}])"},
       {R"({"$regexFindAll": {"input": "xyz", "regex": "a"}})", "{}", "[]"},
-      // Matching is bytewise for now (issue 19); a match never cuts a
-      // UTF-8 character in two.
+      // PCRE2 in UTF mode: "." is one character.
       {R"({"$regexFindAll": {"input": "é寿", "regex": "."}})", "{}",
        R"([{"match": "é", "idx": 0, "captures": []}, {"match": "寿", "idx": 1, "captures": []}])"},
       {R"x({"$regexFind": {"input": "xé", "regex": "x(.)"}})x", "{}", R"({"match": "xé", "idx": 0, "captures": ["é"]})"},

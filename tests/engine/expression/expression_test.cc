@@ -245,7 +245,6 @@ TEST(OperatorSyntaxTest, Errors) {
   StatusOr<Value> unsupported = Eval(R"({"$function": {"body": "x", "args": [], "lang": "js"}})");
   EXPECT_EQ(168, unsupported.status().code_number());
   EXPECT_NE(std::string::npos, unsupported.status().reason().find("$function"));
-  EXPECT_EQ(168, CodeOf(R"({"$toDecimal": 1})"));
   EXPECT_EQ(15983, CodeOf(R"({"$add": [1, 2], "$subtract": [3, 1]})"));
   EXPECT_EQ(16020, CodeOf(R"({"$eq": [1]})"));
   EXPECT_EQ(16020, CodeOf(R"({"$size": [[1], [2]]})"));

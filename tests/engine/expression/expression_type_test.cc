@@ -76,9 +76,12 @@ TEST(ConvertTest, TargetsByNameAndNumber) {
       {R"({"$convert": {"input": [1], "to": "int", "onError": -1}})", "{}", "-1"},
       {R"({"$convert": {"input": 5, "to": "date"}})", "{}", "error:241"},
       {R"({"$convert": {"input": 1, "to": "object"}})", "{}", "error:241"},
-      // Decimal is refused outright (not swallowed by onError) until issue 19.
-      {R"({"$convert": {"input": 1, "to": "decimal", "onError": 0}})", "{}", "error:14"},
-      {R"({"$convert": {"input": 1, "to": "$t", "onError": 0}})", R"({"t": "decimal"})", "error:14"},
+      // To decimal (issue 19): integers exactly, doubles to 15 digits.
+      {R"({"$convert": {"input": 1, "to": "decimal", "onError": 0}})", "{}", R"({"$numberDecimal": "1"})"},
+      {R"({"$convert": {"input": 2.5, "to": "$t", "onError": 0}})", R"({"t": "decimal"})",
+       R"({"$numberDecimal": "2.50000000000000"})"},
+      {R"({"$convert": {"input": "1x", "to": "decimal", "onError": 0}})", "{}", "0"},
+      {R"({"$convert": {"input": "1x", "to": "decimal"}})", "{}", "error:241"},
   });
 }
 

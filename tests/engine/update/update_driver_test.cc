@@ -208,8 +208,12 @@ UPDATE_CASES(
     Err("NonNumericOperand", R"({"_id": 1, "a": 1})", R"({"$inc": {"a": "x"}})", kTypeMismatch),
     Err("NonNumericField", R"({"_id": 1, "a": "x"})", R"({"$inc": {"a": 1}})", kTypeMismatch),
     Err("NullField", R"({"_id": 1, "a": null})", R"({"$inc": {"a": 1}})", kTypeMismatch),
-    Err("DecimalArithmetic", R"({"_id": 1, "a": {"$numberDecimal": "1.5"}})", R"({"$inc": {"a": 1}})",
-        kTypeMismatch),
+    Ok("DecimalArithmetic", R"({"_id": 1, "a": {"$numberDecimal": "1.5"}})", R"({"$inc": {"a": 1}})",
+       R"({"_id": 1, "a": {"$numberDecimal": "2.5"}})"),
+    Ok("DecimalPlusDouble", R"({"_id": 1, "a": {"$numberDecimal": "0.1"}})", R"({"$inc": {"a": 0.2}})",
+       R"({"_id": 1, "a": {"$numberDecimal": "0.300000000000000"}})"),
+    Ok("IntPlusDecimal", R"({"_id": 1, "a": 2})", R"({"$inc": {"a": {"$numberDecimal": "-0.50"}}})",
+       R"({"_id": 1, "a": {"$numberDecimal": "1.50"}})"),
     Err("ThroughScalar", R"({"_id": 1, "a": 1})", R"({"$inc": {"a.b": 1}})", kNotViable));
 
 UPDATE_CASES(
@@ -227,7 +231,12 @@ UPDATE_CASES(
         kBadValue),
     Err("NonNumericOperand", R"({"_id": 1, "a": 1})", R"({"$mul": {"a": true}})", kTypeMismatch),
     Err("NonNumericField", R"({"_id": 1, "a": [1]})", R"({"$mul": {"a": 2}})", kTypeMismatch),
-    Err("DecimalOnMissing", R"({"_id": 1})", R"({"$mul": {"a": {"$numberDecimal": "2"}}})", kTypeMismatch));
+    Ok("DecimalOnMissing", R"({"_id": 1})", R"({"$mul": {"a": {"$numberDecimal": "2.50"}}})",
+       R"({"_id": 1, "a": {"$numberDecimal": "0.00"}})"),
+    Ok("Decimal", R"({"_id": 1, "a": {"$numberDecimal": "1.1"}})", R"({"$mul": {"a": {"$numberDecimal": "1.1"}}})",
+       R"({"_id": 1, "a": {"$numberDecimal": "1.21"}})"),
+    Ok("LongByDecimal", R"({"_id": 1, "a": {"$numberLong": "9223372036854775807"}})",
+       R"({"$mul": {"a": {"$numberDecimal": "10"}}})", R"({"_id": 1, "a": {"$numberDecimal": "92233720368547758070"}})"));
 
 UPDATE_CASES(
     MinMax,

@@ -5,8 +5,8 @@
 // counter `matched` is the number of hits (equal in both when both answer
 // the same).  docs/BENCHMARKS.md, "Regular expressions".
 //
-//   build/bench/regex_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
-//       --benchmark_report_aggregates_only=true
+//   build/bench/regex_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//                        --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -53,9 +53,14 @@ const Pattern kPatterns[] = {
     {"Initech", ""},                      // literal: both take the fast path
 };
 
-void BM_Regex_Pcre2(benchmark::State& state) {
+bool Found(const gatedb::StatusOr<bool>& r) { return r.ok() && *r; }
+bool Found(bool r) { return r; }
+
+// Matches every subject with kPatterns[state.range(0)] compiled by Matcher.
+template <typename Matcher>
+void MatchAll(benchmark::State& state) {
   const Pattern& p = kPatterns[state.range(0)];
-  auto m = gatedb::regex::RegexMatcher::Compile(p.pattern, p.flags);
+  auto m = Matcher::Compile(p.pattern, p.flags);
   if (!m.ok()) {
     state.SkipWithError(m.status().ToString().c_str());
     return;
@@ -64,36 +69,18 @@ void BM_Regex_Pcre2(benchmark::State& state) {
   int64_t matched = 0;
   for (auto _ : state) {
     matched = 0;
-    for (const std::string& s : subjects) {
-      gatedb::StatusOr<bool> r = (*m)->Search(s.data(), s.size());
-      matched += r.ok() && *r;
-    }
+    for (const std::string& s : subjects) matched += Found((*m)->Search(s.data(), s.size()));
     benchmark::DoNotOptimize(matched);
   }
   state.counters["matched"] = static_cast<double>(matched);
   state.SetItemsProcessed(state.iterations() * kDocs);
   state.SetLabel(std::string("/") + p.pattern + "/" + p.flags);
 }
+
+void BM_Regex_Pcre2(benchmark::State& state) { MatchAll<gatedb::regex::RegexMatcher>(state); }
 BENCHMARK(BM_Regex_Pcre2)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
-void BM_Baseline_StdRegex(benchmark::State& state) {
-  const Pattern& p = kPatterns[state.range(0)];
-  auto m = gatedb::regex_baseline::RegexMatcher::Compile(p.pattern, p.flags);
-  if (!m.ok()) {
-    state.SkipWithError(m.status().ToString().c_str());
-    return;
-  }
-  const std::vector<std::string>& subjects = Subjects();
-  int64_t matched = 0;
-  for (auto _ : state) {
-    matched = 0;
-    for (const std::string& s : subjects) matched += (*m)->Search(s.data(), s.size());
-    benchmark::DoNotOptimize(matched);
-  }
-  state.counters["matched"] = static_cast<double>(matched);
-  state.SetItemsProcessed(state.iterations() * kDocs);
-  state.SetLabel(std::string("/") + p.pattern + "/" + p.flags);
-}
+void BM_Baseline_StdRegex(benchmark::State& state) { MatchAll<gatedb::regex_baseline::RegexMatcher>(state); }
 BENCHMARK(BM_Baseline_StdRegex)->DenseRange(0, 4)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -22,7 +22,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ pkg-config libasio-dev libisal-dev
   librocksdb-dev libbson-dev libxxhash-dev libgsasl-dev libssl-dev openssl libpcre2-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  python3-pymongo python3-pytest libmongoc-dev libdfp-dev libgmp-dev
+  python3-pymongo python3-pytest libmongoc-dev libdfp-dev libgmp-dev libintelrdfpmath-dev
 )
 
 install_missing() {

@@ -1,5 +1,7 @@
 #include "engine/decimal/decimal128.h"
 
+#include "engine/decimal/decimal_bid.h"
+
 #include <gmp.h>
 #include <locale.h>
 
@@ -701,19 +703,77 @@ Result Ceil(const bson_decimal128_t& d) { return MongoQuantize(d, 0, DEC_ROUND_C
 Result Floor(const bson_decimal128_t& d) { return MongoQuantize(d, 0, DEC_ROUND_FLOOR); }
 
 Result Sqrt(const bson_decimal128_t& d) { return Unary(decNumberSquareRoot, d); }
-Result Exp(const bson_decimal128_t& d) { return Unary(decNumberExp, d); }
-Result Ln(const bson_decimal128_t& d) { return Unary(decNumberLn, d); }
-Result Log10(const bson_decimal128_t& d) { return Unary(decNumberLog10, d); }
+// ---------------------------------------------------------------------------
+// Intel's functions (decimal_bid.h).
+
+namespace {
+
+Result IntelUnary(int op, const bson_decimal128_t& d) {
+  const uint64_t in[2] = {d.low, d.high};
+  uint64_t out[2] = {0, 0};
+  uint32_t flags = 0;
+  if (decimal_bid_unary(op, in, out, &flags) == 0) return Result{QuietNaN(), kFlagInvalid};
+  bson_decimal128_t r;
+  r.low = out[0];
+  r.high = out[1];
+  return Result{r, flags};
+}
+
+Result IntelBinary(int op, const bson_decimal128_t& a, const bson_decimal128_t& b) {
+  const uint64_t x[2] = {a.low, a.high}, y[2] = {b.low, b.high};
+  uint64_t out[2] = {0, 0};
+  uint32_t flags = 0;
+  if (decimal_bid_binary(op, x, y, out, &flags) == 0) return Result{QuietNaN(), kFlagInvalid};
+  bson_decimal128_t r;
+  r.low = out[0];
+  r.high = out[1];
+  return Result{r, flags};
+}
+
+// Intel's quiet_equal: by value (cohorts equal), NaN unequal to all.
+bool EqualsInt(const bson_decimal128_t& d, int64_t v) { return !IsNaN(d) && CompareToInt64(d, v) == 0; }
+
+}  // namespace
+
+Result Exp(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_EXP, d); }
+Result Ln(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_LOG, d); }
+Result Log2(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_LOG2, d); }
+Result Log10(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_LOG10, d); }
+Result Sin(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_SIN, d); }
+Result Cos(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_COS, d); }
+Result Tan(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_TAN, d); }
+Result Asin(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_ASIN, d); }
+Result Acos(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_ACOS, d); }
+Result Atan(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_ATAN, d); }
+Result Sinh(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_SINH, d); }
+Result Cosh(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_COSH, d); }
+Result Tanh(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_TANH, d); }
+Result Asinh(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_ASINH, d); }
+Result Acosh(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_ACOSH, d); }
+Result Atanh(const bson_decimal128_t& d) { return IntelUnary(GATEDB_BID_ATANH, d); }
+Result Atan2(const bson_decimal128_t& y, const bson_decimal128_t& x) { return IntelBinary(GATEDB_BID_ATAN2, y, x); }
+
+Result Log(const bson_decimal128_t& d, const bson_decimal128_t& base) {
+  if (EqualsInt(base, 2)) return Log2(d);
+  if (EqualsInt(base, 10)) return Log10(d);
+  const Result num = Ln(d), den = Ln(base);
+  Result q = Divide(num.value, den.value);
+  q.flags |= num.flags | den.flags;
+  return q;
+}
 
 Result Pow(const bson_decimal128_t& base, const bson_decimal128_t& exponent) {
-  decNumber x, y, r, zero, n;
-  ToNumber(base, &x);
-  ToNumber(exponent, &y);
-  decContext set = Context();
-  decNumberPower(&r, &x, &y, &set);
+  Result r = EqualsInt(base, 10)  ? IntelUnary(GATEDB_BID_EXP10, exponent)
+             : EqualsInt(base, 2) ? IntelUnary(GATEDB_BID_EXP2, exponent)
+                                  : IntelBinary(GATEDB_BID_POW, base, exponent);
+  // MongoDB's power adds the zero with the smallest exponent, which puts
+  // the result in its 34-digit cohort.
+  decNumber x, zero, n;
+  ToNumber(r.value, &x);
   ZeroWithSmallestExponent(&zero);
-  decNumberAdd(&n, &r, &zero, &set);  // MongoDB's power normalizes its result
-  return Result{FromNumber(&n), FlagsOf(set.status)};
+  decContext set = Context();
+  decNumberAdd(&n, &x, &zero, &set);
+  return Result{FromNumber(&n), r.flags | FlagsOf(set.status)};
 }
 
 // ---------------------------------------------------------------------------

@@ -7,18 +7,23 @@
 // order, conversions, and arithmetic in the decimal128 context.
 //
 // Which libraries, and why:
-//   - Arithmetic is IBM's decNumber (libdecnumber.a from Debian's
-//     libdfp-dev), the reference implementation of the General Decimal
-//     Arithmetic specification that IEEE 754-2008 decimal follows, used
-//     with the decimal128 context: 34 digits, emax 6144, emin -6143,
-//     clamp 1, rounding half even.  Its results (value and cohort, that is
-//     the exponent too) are IEEE's, so they are the bytes MongoDB's Intel
-//     library gives for the operations IEEE defines exactly (add,
-//     subtract, multiply, divide, quantize, sqrt); decimal128_test checks
-//     Add/Subtract/Multiply/Divide byte for byte against GCC's
+//   - The operations IEEE 754 defines exactly (add, subtract, multiply,
+//     divide, remainder, quantize, sqrt) are IBM's decNumber
+//     (libdecnumber.a from Debian's libdfp-dev), the reference
+//     implementation of the General Decimal Arithmetic specification that
+//     IEEE 754-2008 decimal follows, used with the decimal128 context: 34
+//     digits, emax 6144, emin -6143, clamp 1, rounding half even.  Its
+//     results (value and cohort, that is the exponent too) are IEEE's, so
+//     they are the bytes MongoDB's Intel library gives; decimal128_test
+//     checks Add/Subtract/Multiply/Divide byte for byte against GCC's
 //     std::decimal::decimal128 (libgcc's BID, Intel's code) on random and
-//     edge operands.  Exp, Ln, Log10 and a non-integral Pow are correctly
-//     rounded in decNumber; Intel's may differ from them in the last digit.
+//     edge operands.
+//   - The functions IEEE leaves to the implementation (exp, logarithms,
+//     pow, trigonometric and hyperbolic) are Intel's Decimal
+//     Floating-Point Math Library (Debian's libintelrdfpmath-dev), which
+//     MongoDB's Decimal128 calls: its results are not correctly rounded,
+//     so only the same code gives the same last digit.  It is linked
+//     isolated (decimal_bid.cc says why), through decimal_bid.h.
 //   - Exact relations between a decimal and a binary number (a double, the
 //     64-bit binary neighbours of a decimal for index keys) use GMP
 //     (mpz) integers, after fast paths in 128-bit integers.
@@ -31,11 +36,13 @@
 //     reference in decimal128_test (compiled under GCC only).
 //
 // Nothing here hand-writes decimal arithmetic or rounding: the
-// operations below are decNumber's; what this file adds is the BID bit
-// layout, integer comparisons of decoded coefficients, and MongoDB's
-// choices (its order, its Decimal128(double), its quantize).
+// operations below are decNumber's or Intel's; what this file adds is the
+// BID bit layout, integer comparisons of decoded coefficients, and
+// MongoDB's choices (its order, its Decimal128(double), its quantize, its
+// power and logarithm special cases).
 //
-// Thread safety: pure functions (decNumber and GMP are reentrant).
+// Thread safety: pure functions (decNumber, Intel's libbidgcc000 and GMP
+// keep no global state).
 //
 //   bson_decimal128_t a, b;
 //   bson_decimal128_from_string("0.1", &a);
@@ -200,20 +207,53 @@ Result Trunc(const bson_decimal128_t& d, int places);
 Result Ceil(const bson_decimal128_t& d);
 Result Floor(const bson_decimal128_t& d);
 
-// decNumber's correctly rounded functions.  Sqrt of a negative number and
-// Ln/Log10 of a negative one are NaN with kFlagInvalid; Ln(0) and Log10(0)
-// are -Infinity (no flag); callers that refuse those arguments (MongoDB's
-// $sqrt, $ln, $log10 do) check them first.
+// decNumber's correctly rounded square root (IEEE 754 defines it exactly,
+// so it is Intel's too): of a negative number NaN with kFlagInvalid;
+// callers that refuse it (MongoDB's $sqrt) check first.
 Result Sqrt(const bson_decimal128_t& d);
+
+// ---------------------------------------------------------------------------
+// The functions IEEE 754 recommends but does not define to one answer.  They
+// are Intel's (libintelrdfpmath's bid128_*, the code and the configuration
+// MongoDB's Decimal128 calls), so their digits are MongoDB's, last digit
+// included: Intel's are not correctly rounded (sin(1) is
+// 0.8414709848078965066525023216302991, one unit above the rounded true
+// value), and a correctly rounded library would give other bytes.
+//
+// Outside a function's domain the result is NaN with kFlagInvalid (Ln(-1),
+// Asin(2), Acosh(0.5), Atanh(2), Sin(Infinity)); Ln(0), Log10(0) and
+// Log2(0) are -Infinity with kFlagDivisionByZero, Atanh(+-1) +-Infinity.
+// MongoDB's operators refuse those arguments before calling (their error
+// codes are the expression layer's); a quiet NaN gives a quiet NaN.
 Result Exp(const bson_decimal128_t& d);
 Result Ln(const bson_decimal128_t& d);
+Result Log2(const bson_decimal128_t& d);
 Result Log10(const bson_decimal128_t& d);
+Result Sin(const bson_decimal128_t& d);
+Result Cos(const bson_decimal128_t& d);
+Result Tan(const bson_decimal128_t& d);
+Result Asin(const bson_decimal128_t& d);
+Result Acos(const bson_decimal128_t& d);
+Result Atan(const bson_decimal128_t& d);
+Result Sinh(const bson_decimal128_t& d);
+Result Cosh(const bson_decimal128_t& d);
+Result Tanh(const bson_decimal128_t& d);
+Result Asinh(const bson_decimal128_t& d);
+Result Acosh(const bson_decimal128_t& d);
+Result Atanh(const bson_decimal128_t& d);
+// The angle of the point (x, y), in (-pi, pi]: Intel's atan2(y, x).
+Result Atan2(const bson_decimal128_t& y, const bson_decimal128_t& x);
 
-// MongoDB's Decimal128::power: base^exponent, then, as MongoDB does, the
-// result in its 34-digit cohort (2^3 is 8.000000000000000000000000000000000).
-// Exact or correctly rounded when the exponent is an integer; otherwise
-// exp(exponent * ln(base)), correctly rounded in almost every case.
-// 0 to a negative power is +Infinity (MongoDB's $pow refuses it first).
+// MongoDB's Decimal128::logarithm(base) for $log: Log2 for base 2, Log10
+// for base 10, otherwise Ln(d) / Ln(base) (see the README on this last
+// case).
+Result Log(const bson_decimal128_t& d, const bson_decimal128_t& base);
+
+// MongoDB's Decimal128::power: Intel's exp10(exponent) for base 10,
+// exp2(exponent) for base 2, pow(base, exponent) otherwise, then, as
+// MongoDB does, the result in its 34-digit cohort (2^3 is
+// 8.000000000000000000000000000000000).  0 to a negative power is
+// +Infinity (MongoDB's $pow refuses it first).
 Result Pow(const bson_decimal128_t& base, const bson_decimal128_t& exponent);
 
 // ---------------------------------------------------------------------------

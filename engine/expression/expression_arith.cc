@@ -6,9 +6,8 @@
 // Result types follow MongoDB: int32 results that overflow widen to int64,
 // int64 results that overflow become doubles, any double operand gives a
 // double, any decimal operand gives a decimal (the other operands converted
-// as MongoDB's coerceToDecimal does; engine/decimal computes).  The
-// trigonometric and hyperbolic functions refuse decimals
-// (DecimalUnsupported): decNumber has none.
+// as MongoDB's coerceToDecimal does; engine/decimal computes, with Intel's
+// library for the functions IEEE leaves to the implementation, as MongoDB).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -407,31 +406,21 @@ StatusOr<Value> RoundOrTrunc(const char* name, const Value* a, size_t n, bool tr
 StatusOr<Value> Round(const char* name, const Value* a, size_t n) { return RoundOrTrunc(name, a, n, false); }
 StatusOr<Value> Trunc(const char* name, const Value* a, size_t n) { return RoundOrTrunc(name, a, n, true); }
 
-// A decimal operand's domain check (NaN passes through, as in MongoDB).
-enum class Domain { kAny, kNonNegative, kPositive };
+// A one-argument operator: `F` on a double (or an integer, as a double),
+// `D` on a decimal.  `check` and `dcheck` (either may be null) refuse an
+// argument outside the operator's domain, a double's or a decimal's; a NaN
+// is never refused (it passes through, as in MongoDB).
+using DoubleCheck = Status (*)(const char*, double);
+using DecimalCheck = Status (*)(const char*, const bson_decimal128_t&);
 
-// A one-argument operator computed in double, or for a decimal by `D`
-// (null: refused).  `check` rejects double arguments outside the domain;
-// `domain` decimal ones (NaN passes through, as in MongoDB).
 template <double (*F)(double), decimal::Result (*D)(const bson_decimal128_t&)>
-StatusOr<Value> DoubleFn(const char* name, const Value& v, Status (*check)(const char*, double), Domain domain) {
+StatusOr<Value> DoubleFn(const char* name, const Value& v, DoubleCheck check, DecimalCheck dcheck) {
   if (v.nullish()) return Value::Null();
   if (!v.is_number()) return NotNumeric(name, v);
   if (IsDecimal(v)) {
-    if constexpr (D == nullptr) {
-      return DecimalUnsupported(name);
-    } else {
-      const bson_decimal128_t& x = v.bson().value.v_decimal128;
-      if (!decimal::IsNaN(x)) {
-        const int sign = decimal::CompareToInt64(x, 0);
-        if ((domain == Domain::kNonNegative && sign < 0) || (domain == Domain::kPositive && sign <= 0)) {
-          if (domain == Domain::kNonNegative) return Err(28714, "$sqrt's argument must be greater than or equal to 0");
-          return Err(std::string(name) == "$ln" ? 28766 : 28761,
-                     std::string(name) + "'s argument must be a positive number, but is " + decimal::ToString(x));
-        }
-      }
-      return Dec(D(x));
-    }
+    const bson_decimal128_t& x = v.bson().value.v_decimal128;
+    if (dcheck != nullptr && !decimal::IsNaN(x)) RETURN_IF_ERROR(dcheck(name, x));
+    return Dec(D(x));
   }
   const double d = ToDouble(v);
   if (check != nullptr && !std::isnan(d)) RETURN_IF_ERROR(check(name, d));
@@ -447,22 +436,46 @@ Status LnCheck(const char*, double d) {
 Status Log10Check(const char*, double d) {
   return d > 0 ? Status::OK() : Err(28761, "$log10's argument must be a positive number, but is " + FormatDouble(d));
 }
+
+// The bounded trigonometric functions' error, for a double or a decimal
+// argument (MongoDB prints a decimal in its own notation: "Infinity", "2").
+Status OutOfBounds(const char* name, const std::string& arg, const char* bounds) {
+  return Err(50989, "cannot apply " + std::string(name) + " to " + arg + ", value must in " + bounds);
+}
 Status UnitRange(const char* name, double d) {
-  if (d >= -1 && d <= 1) return Status::OK();
-  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) + ", value must in [-1,1]");
+  return d >= -1 && d <= 1 ? Status::OK() : OutOfBounds(name, FormatDouble(d), "[-1,1]");
 }
 Status Finite(const char* name, double d) {
-  if (std::isfinite(d)) return Status::OK();
-  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) +
-                        ", value must in (-inf,inf)");
+  return std::isfinite(d) ? Status::OK() : OutOfBounds(name, FormatDouble(d), "(-inf,inf)");
 }
 Status AtLeastOne(const char* name, double d) {
-  if (d >= 1) return Status::OK();
-  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) + ", value must in [1,inf]");
+  return d >= 1 ? Status::OK() : OutOfBounds(name, FormatDouble(d), "[1,inf]");
 }
-Status OpenUnitRange(const char* name, double d) {
-  if (d >= -1 && d <= 1) return Status::OK();
-  return Err(50989, "cannot apply " + std::string(name) + " to " + FormatDouble(d) + ", value must in [-1,1]");
+
+Status SqrtDecimalCheck(const char*, const bson_decimal128_t& x) {
+  return decimal::CompareToInt64(x, 0) >= 0 ? Status::OK()
+                                             : Err(28714, "$sqrt's argument must be greater than or equal to 0");
+}
+Status LnDecimalCheck(const char*, const bson_decimal128_t& x) {
+  return decimal::CompareToInt64(x, 0) > 0
+             ? Status::OK()
+             : Err(28766, "$ln's argument must be a positive number, but is " + decimal::ToString(x));
+}
+Status Log10DecimalCheck(const char*, const bson_decimal128_t& x) {
+  return decimal::CompareToInt64(x, 0) > 0
+             ? Status::OK()
+             : Err(28761, "$log10's argument must be a positive number, but is " + decimal::ToString(x));
+}
+Status UnitRangeDecimal(const char* name, const bson_decimal128_t& x) {
+  return decimal::CompareToInt64(x, -1) >= 0 && decimal::CompareToInt64(x, 1) <= 0
+             ? Status::OK()
+             : OutOfBounds(name, decimal::ToString(x), "[-1,1]");
+}
+Status FiniteDecimal(const char* name, const bson_decimal128_t& x) {
+  return !decimal::IsInfinity(x) ? Status::OK() : OutOfBounds(name, decimal::ToString(x), "(-inf,inf)");
+}
+Status AtLeastOneDecimal(const char* name, const bson_decimal128_t& x) {
+  return decimal::CompareToInt64(x, 1) >= 0 ? Status::OK() : OutOfBounds(name, decimal::ToString(x), "[1,inf]");
 }
 
 double Sqrt(double d) { return std::sqrt(d); }
@@ -492,37 +505,35 @@ decimal::Result DecimalRadToDeg(const bson_decimal128_t& d) {
   return decimal::Multiply(d, decimal::FromString("57.29577951308232087679815481410517").value);
 }
 
-constexpr decimal::Result (*kNoDecimal)(const bson_decimal128_t&) = nullptr;
-
-#define GATEDB_DOUBLE_OP(fn_name, F, D, check, domain)                     \
-  StatusOr<Value> fn_name(const char* name, const Value* a, size_t) {      \
-    return DoubleFn<F, D>(name, a[0], check, domain);                      \
+#define GATEDB_DOUBLE_OP(fn_name, F, D, check, dcheck)                \
+  StatusOr<Value> fn_name(const char* name, const Value* a, size_t) { \
+    return DoubleFn<F, D>(name, a[0], check, dcheck);                 \
   }
-GATEDB_DOUBLE_OP(SqrtOp, Sqrt, decimal::Sqrt, SqrtCheck, Domain::kNonNegative)
-GATEDB_DOUBLE_OP(ExpOp, Exp, decimal::Exp, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(LnOp, Ln, decimal::Ln, LnCheck, Domain::kPositive)
-GATEDB_DOUBLE_OP(Log10Op, Log10, decimal::Log10, Log10Check, Domain::kPositive)
-GATEDB_DOUBLE_OP(SinOp, Sin, kNoDecimal, Finite, Domain::kAny)
-GATEDB_DOUBLE_OP(CosOp, Cos, kNoDecimal, Finite, Domain::kAny)
-GATEDB_DOUBLE_OP(TanOp, Tan, kNoDecimal, Finite, Domain::kAny)
-GATEDB_DOUBLE_OP(AsinOp, Asin, kNoDecimal, UnitRange, Domain::kAny)
-GATEDB_DOUBLE_OP(AcosOp, Acos, kNoDecimal, UnitRange, Domain::kAny)
-GATEDB_DOUBLE_OP(AtanOp, Atan, kNoDecimal, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(SinhOp, Sinh, kNoDecimal, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(CoshOp, Cosh, kNoDecimal, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(TanhOp, Tanh, kNoDecimal, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(AsinhOp, Asinh, kNoDecimal, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(AcoshOp, Acosh, kNoDecimal, AtLeastOne, Domain::kAny)
-GATEDB_DOUBLE_OP(AtanhOp, Atanh, kNoDecimal, OpenUnitRange, Domain::kAny)
-GATEDB_DOUBLE_OP(DegToRadOp, DegToRad, DecimalDegToRad, nullptr, Domain::kAny)
-GATEDB_DOUBLE_OP(RadToDegOp, RadToDeg, DecimalRadToDeg, nullptr, Domain::kAny)
+GATEDB_DOUBLE_OP(SqrtOp, Sqrt, decimal::Sqrt, SqrtCheck, SqrtDecimalCheck)
+GATEDB_DOUBLE_OP(ExpOp, Exp, decimal::Exp, nullptr, nullptr)
+GATEDB_DOUBLE_OP(LnOp, Ln, decimal::Ln, LnCheck, LnDecimalCheck)
+GATEDB_DOUBLE_OP(Log10Op, Log10, decimal::Log10, Log10Check, Log10DecimalCheck)
+GATEDB_DOUBLE_OP(SinOp, Sin, decimal::Sin, Finite, FiniteDecimal)
+GATEDB_DOUBLE_OP(CosOp, Cos, decimal::Cos, Finite, FiniteDecimal)
+GATEDB_DOUBLE_OP(TanOp, Tan, decimal::Tan, Finite, FiniteDecimal)
+GATEDB_DOUBLE_OP(AsinOp, Asin, decimal::Asin, UnitRange, UnitRangeDecimal)
+GATEDB_DOUBLE_OP(AcosOp, Acos, decimal::Acos, UnitRange, UnitRangeDecimal)
+GATEDB_DOUBLE_OP(AtanOp, Atan, decimal::Atan, nullptr, nullptr)
+GATEDB_DOUBLE_OP(SinhOp, Sinh, decimal::Sinh, nullptr, nullptr)
+GATEDB_DOUBLE_OP(CoshOp, Cosh, decimal::Cosh, nullptr, nullptr)
+GATEDB_DOUBLE_OP(TanhOp, Tanh, decimal::Tanh, nullptr, nullptr)
+GATEDB_DOUBLE_OP(AsinhOp, Asinh, decimal::Asinh, nullptr, nullptr)
+GATEDB_DOUBLE_OP(AcoshOp, Acosh, decimal::Acosh, AtLeastOne, AtLeastOneDecimal)
+GATEDB_DOUBLE_OP(AtanhOp, Atanh, decimal::Atanh, UnitRange, UnitRangeDecimal)
+GATEDB_DOUBLE_OP(DegToRadOp, DegToRad, DecimalDegToRad, nullptr, nullptr)
+GATEDB_DOUBLE_OP(RadToDegOp, RadToDeg, DecimalRadToDeg, nullptr, nullptr)
 #undef GATEDB_DOUBLE_OP
 
 StatusOr<Value> Atan2(const char* name, const Value* a, size_t) {
   if (a[0].nullish() || a[1].nullish()) return Value::Null();
   if (!a[0].is_number()) return Err(51044, "$atan2 only supports numeric types, not " + T(a[0]));
   if (!a[1].is_number()) return Err(51045, "$atan2 only supports numeric types, not " + T(a[1]));
-  if (NumTypeOf(a[0]) == NumType::kDecimal || NumTypeOf(a[1]) == NumType::kDecimal) return DecimalUnsupported(name);
+  if (IsDecimal(a[0]) || IsDecimal(a[1])) return Dec(decimal::Atan2(ToDecimal(a[0]), ToDecimal(a[1])));
   return Value::Double(std::atan2(ToDouble(a[0]), ToDouble(a[1])));
 }
 
@@ -533,7 +544,7 @@ StatusOr<Value> Log(const char* name, const Value* a, size_t) {
   if (!v.is_number()) return Err(28756, "$log's argument must be numeric, not " + T(v));
   if (!b.is_number()) return Err(28757, "$log's base must be numeric, not " + T(b));
   if (IsDecimal(v) || IsDecimal(b)) {
-    // MongoDB's Decimal128::logarithm(base): ln(x) / ln(base).
+    // MongoDB's Decimal128::logarithm(base) (decimal::Log).
     const bson_decimal128_t x = ToDecimal(v), base = ToDecimal(b);
     if (!decimal::IsNaN(x) && decimal::CompareToInt64(x, 0) <= 0) {
       return Err(28758, "$log's argument must be a positive number, but is " + decimal::ToString(x));
@@ -541,7 +552,7 @@ StatusOr<Value> Log(const char* name, const Value* a, size_t) {
     if (!decimal::IsNaN(base) && (decimal::CompareToInt64(base, 0) <= 0 || decimal::CompareToInt64(base, 1) == 0)) {
       return Err(28759, "$log's base must be a positive number not equal to 1, but is " + decimal::ToString(base));
     }
-    return Dec(decimal::Divide(decimal::Ln(x).value, decimal::Ln(base).value));
+    return Dec(decimal::Log(x, base));
   }
   const double x = ToDouble(v), base = ToDouble(b);
   if (!(x > 0) && !std::isnan(x)) {

@@ -32,12 +32,6 @@ Status CheckArity(std::string_view op, size_t n, int min, int max) {
   return Status::OK();
 }
 
-Status DecimalUnsupported(std::string_view op) {
-  return Status(ErrorCode::kTypeMismatch,
-                std::string(op) + " of a decimal value is not supported: gatedb computes Decimal128 through "
-                                  "decNumber, which has no trigonometric functions");
-}
-
 StatusOr<std::vector<ExprPtr>> ParseArgs(const bson_value_t& spec, ParseContext* pc) {
   std::vector<ExprPtr> args;
   if (spec.value_type != BSON_TYPE_ARRAY) {

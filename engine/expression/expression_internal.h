@@ -49,11 +49,6 @@ constexpr int kConversionFailure = 241;
 // the ranged form (28667); max < 0 means no upper bound.
 Status CheckArity(std::string_view op, size_t n, int min, int max);
 
-// Operators MongoDB computes in Decimal128 that gatedb does not (the
-// trigonometric and hyperbolic functions: decNumber has none) refuse a
-// decimal by name instead of answering approximately.
-Status DecimalUnsupported(std::string_view op);
-
 // ---------------------------------------------------------------------------
 // Parsing
 

@@ -203,7 +203,7 @@ Status CreateUserCommand(CommandContext& ctx, bson_t* reply) {
     return Status(ErrorCode::kBadValue, "Cannot create users in the " + ctx.db_name + " database");
   }
   RETURN_IF_ERROR(CheckGrantable(ctx, u.roles, auth::Action::kGrantRole));
-  return ctx.db->CreateUser(u);
+  return ctx.db->CreateUser(u, /*first_only=*/ctx.localhost_exception);
 }
 
 Status UpdateUserCommand(CommandContext& ctx, bson_t* reply) {

@@ -243,8 +243,11 @@ Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client,
         if (p.ok()) principal = *p;  // a user dropped since it authenticated is nobody
       } else if (ctx.command_name == "createUser" && client->auth->loopback && !db_->HasUsers()) {
         // MongoDB's localhost exception: with --auth and no user yet, a
-        // client on this machine creates the first one, as the owner.
+        // client on this machine creates the first one, as the owner.  The
+        // engine checks "no user yet" again under the lock it creates the
+        // user with: two loopback clients racing here get one user in.
         principal = nullptr;
+        ctx.localhost_exception = true;
       }
     }
     ctx.principal = std::move(principal);

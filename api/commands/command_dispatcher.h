@@ -107,6 +107,9 @@ struct CommandContext {
   // anything; the dispatcher checks each command against it, and the write
   // gate each write.
   std::shared_ptr<const auth::Principal> principal;
+  // The owner's rights come from MongoDB's localhost exception (a loopback
+  // client, no user yet): createUser may create the first user only.
+  bool localhost_exception = false;
   // A retryable write (lsid and txnNumber outside a transaction): the
   // idempotency key it runs under when its writeContext names none, so a
   // driver's retry returns the first reply and never applies twice.

@@ -145,7 +145,13 @@ void AppendError(const Status& status, bson_t* reply) {
   BSON_APPEND_UTF8(reply, "errmsg", status.reason().c_str());
   BSON_APPEND_INT32(reply, "code", status.code_number());
   BSON_APPEND_UTF8(reply, "codeName", status.code_name());
-  if (const Document* info = status.err_info()) BSON_APPEND_DOCUMENT(reply, "errInfo", info->bson());
+  if (const Document* info = status.err_info()) {
+    if (status.code() == ErrorCode::kDuplicateKey) {
+      bson_concat(reply, info->bson());  // keyPattern, keyValue: MongoDB's top-level fields
+    } else {
+      BSON_APPEND_DOCUMENT(reply, "errInfo", info->bson());
+    }
+  }
 }
 
 void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* out) {

@@ -268,8 +268,11 @@ class DBImpl {
   // createUser calls for one name: exactly one succeeds) and take effect at
   // the next call of every principal (ResolvePrincipal's cache is dropped).
   // Errors: Location51003 (the user exists), UserNotFound,
-  // Location51002 (the role exists), RoleNotFound.
-  Status CreateUser(const auth::UserRecord& user);
+  // Location51002 (the role exists), RoleNotFound.  `first_only`: create
+  // it only while no user exists (MongoDB's localhost exception, decided
+  // under the same lock as the creation, so two racing clients cannot both
+  // get one in); else Unauthorized.
+  Status CreateUser(const auth::UserRecord& user, bool first_only = false);
   Status UpdateUser(const auth::UserRecord& user);
   Status DropUser(const std::string& user, const std::string& db);
   StatusOr<std::optional<auth::UserRecord>> GetUser(const std::string& user, const std::string& db);
@@ -326,6 +329,9 @@ class DBImpl {
   // keyed transaction commit runs through RunKeyed (db_impl_keyed.cc).
   struct KeyedCall {
     const WriteContext* context = nullptr;  // with task_id and write_seq
+    // The caller acts as this user (null: the owner, who replays any
+    // record); a user replays only records its own agent stored.
+    const auth::Principal* principal = nullptr;
     bool sync = false;
     std::string ns;           // recorded with the reply
     std::string fingerprint;  // format 2 (engine/storage/fingerprint.h)

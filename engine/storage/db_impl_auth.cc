@@ -84,11 +84,16 @@ StatusOr<std::vector<Record>> ListAuthRecords(DBImpl* store, const char* space, 
 
 }  // namespace
 
-Status DBImpl::CreateUser(const auth::UserRecord& user) {
+Status DBImpl::CreateUser(const auth::UserRecord& user, bool first_only) {
   RETURN_IF_ERROR(ValidName("user", user.user));
   RETURN_IF_ERROR(ValidName("database", user.db));
   const Document rec = auth::EncodeUser(user);
   MutexLock l(&auth_mu_);
+  if (first_only && user_count_.load(std::memory_order_acquire) > 0) {
+    return Status(ErrorCode::kUnauthorized,
+                  "command createUser requires authentication: the localhost exception creates the first user "
+                  "only, and a user exists now");
+  }
   RETURN_IF_ERROR(ChangeAuthRecord(
       kUserSpace, user.db, user.user, /*must_exist=*/false,
       Status(ErrorCode::kLocation51003, "User \"" + user.user + "@" + user.db + "\" already exists"), &rec));

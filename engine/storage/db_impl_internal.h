@@ -273,6 +273,7 @@ StatusOr<Result> DBImpl::RunKeyedRequest(const Request& req, const WriteOptionsI
                                          Encode&& encode) {
   KeyedCall call;
   call.context = &base.context;
+  call.principal = base.principal.get();
   call.sync = base.sync || options_.sync;
   call.ns = req.ns.full();
   call.fingerprint = RequestFingerprint(req);

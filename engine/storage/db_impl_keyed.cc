@@ -22,6 +22,21 @@ namespace gatedb {
 StatusOr<std::optional<Document>> DBImpl::StoredReply(const KeyedCall& call, const std::string& key) {
   ASSIGN_OR_RETURN(std::optional<IdempotencyRecord> rec, idempotency_->Lookup(key));
   if (!rec) return std::optional<Document>();
+  const WriteContext& wc = *call.context;
+  // A user replays only what its own agent stored: another agent's reply
+  // (what it wrote, its ids) is not this caller's to read.  The owner
+  // replays anything; records from before agents were recorded replay as
+  // they did.
+  if (call.principal != nullptr && rec->agent && *rec->agent != wc.agent_id) {
+    bson_t* info = bson_new();
+    BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
+    BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
+    BSON_APPEND_UTF8(info, "agentId", wc.agent_id.c_str());
+    return Status(ErrorCode::kIdempotencyKeyReuse,
+                  "idempotency key (taskId: \"" + wc.task_id + "\", writeSeq: " + std::to_string(*wc.write_seq) +
+                      ") was already used by another agent; use a task id of your own",
+                  std::make_shared<const Document>(Document::Adopt(info)));
+  }
   bool same;
   if (rec->fingerprint_format == kFingerprintFormat) {
     same = rec->fingerprint == call.fingerprint;
@@ -30,7 +45,6 @@ StatusOr<std::optional<Document>> DBImpl::StoredReply(const KeyedCall& call, con
     same = rec->fingerprint_format == 1 && !legacy.empty() && rec->fingerprint == legacy;
   }
   if (!same) {
-    const WriteContext& wc = *call.context;
     bson_t* info = bson_new();
     BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
     BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
@@ -75,6 +89,7 @@ StatusOr<Document> DBImpl::RunKeyed(const KeyedCall& call, WriteScope* scope, bo
   rec.fingerprint_format = kFingerprintFormat;
   rec.at_ms = NowMs();
   rec.ns = call.ns;
+  rec.agent = wc.agent_id;
   rec.reply = std::move(out);
   RETURN_IF_ERROR(CommitScope(scope, &key, &rec));
   return std::move(rec.reply);

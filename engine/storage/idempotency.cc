@@ -38,6 +38,9 @@ std::string IdempotencyLog::EncodeRecord(const IdempotencyRecord& record) {
   BSON_APPEND_UTF8(&b, "ns", record.ns.c_str());
   BSON_APPEND_DOCUMENT(&b, "reply", record.reply.bson());
   if (record.fingerprint_format != 1) BSON_APPEND_INT32(&b, "fpv", record.fingerprint_format);
+  if (record.agent) {
+    bson_append_utf8(&b, "agent", 5, record.agent->data(), static_cast<int>(record.agent->size()));
+  }
   std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
   bson_destroy(&b);
   return out;
@@ -64,6 +67,12 @@ Status DecodeRecord(const rocksdb::Slice& bytes, IdempotencyRecord* out) {
   if (bson_iter_init_find(&it, &b, "fpv")) {
     if (!BSON_ITER_HOLDS_INT32(&it)) return Status(ErrorCode::kDataCorruptionDetected, "bad fingerprint format");
     out->fingerprint_format = bson_iter_int32(&it);
+  }
+  if (bson_iter_init_find(&it, &b, "agent")) {
+    if (!BSON_ITER_HOLDS_UTF8(&it)) return Status(ErrorCode::kDataCorruptionDetected, "bad idempotency record agent");
+    uint32_t n = 0;
+    const char* a = bson_iter_utf8(&it, &n);
+    out->agent.emplace(a, n);
   }
   if (!bson_iter_init_find(&it, &b, "reply") || !BSON_ITER_HOLDS_DOCUMENT(&it)) {
     return Status(ErrorCode::kDataCorruptionDetected, "idempotency record without reply");

@@ -41,6 +41,10 @@ struct IdempotencyRecord {
   int fingerprint_format = 1;
   int64_t at_ms = 0;
   std::string ns;
+  // The writeContext.agentId of the write that stored it; nullopt in records
+  // written before agents were recorded.  A caller acting as a user replays
+  // only its own agent's records (DBImpl::StoredReply).
+  std::optional<std::string> agent;
   Document reply;
 };
 

@@ -250,6 +250,45 @@ TEST_F(PermissionsTest, OpenWithAnIdentityAndWithoutRootForStrangers) {
   EXPECT_OK((*email)->GetCollection("shop", "orders").FindOne(Json(R"({"_id": 1})").view()));
 }
 
+// An idempotency key is its agent's: another user presenting the same
+// (taskId, writeSeq) is refused and learns nothing of the stored reply (the
+// ids it inserted), through commands and the typed API; the agent that
+// wrote it, and the owner, still get the reply.
+TEST_F(PermissionsTest, AUserReplaysOnlyItsOwnAgentsIdempotencyRecords) {
+  Run(R"({"createUser": "writer2", "pwd": "w2", "roles": ["readWrite"], "$db": "shop"})");
+  auto writer = As("writer", "shop");
+  auto writer2 = As("writer2", "shop");
+  const std::string insert = R"({"insert": "tasks", "documents": [{"_id": "secret-1", "v": 1}],
+      "writeContext": {"taskId": "t-42", "writeSeq": 1}, "$db": "shop"})";
+  Document first = writer->RunCommand(Json(insert).view());
+  ASSERT_EQ(IntAt(first.bson(), "n"), 1) << first.ToJson();
+
+  Document other = writer2->RunCommand(Json(insert).view());
+  EXPECT_EQ(IntAt(other.bson(), "ok"), 0) << other.ToJson();
+  EXPECT_EQ(StrAt(other.bson(), "codeName"), "IdempotencyKeyReuse") << other.ToJson();
+  EXPECT_EQ(StrAt(other.bson(), "errInfo.agentId"), "writer2");
+  EXPECT_FALSE(HasPath(other.bson(), "n")) << other.ToJson();
+  EXPECT_EQ(other.ToJson().find("secret-1"), std::string::npos) << other.ToJson();
+
+  // The typed API goes through the same check.
+  InsertOptions o;
+  o.write.context.task_id = "t-42";
+  o.write.context.write_seq = 1;
+  EXPECT_THAT(writer2->GetCollection("shop", "tasks").InsertOne(Json(R"({"_id": "secret-1", "v": 1})").view(), o),
+              StatusIs(ErrorCode::kIdempotencyKeyReuse));
+
+  // The writer's own retry, and the owner's, replay the first reply.
+  Document again = writer->RunCommand(Json(insert).view());
+  EXPECT_EQ(IntAt(again.bson(), "n"), 1) << again.ToJson();
+  EXPECT_TRUE(HasPath(again.bson(), "replayed")) << again.ToJson();
+  Document owner = owner_->RunCommand(Json(insert).view());
+  EXPECT_EQ(IntAt(owner.bson(), "n"), 1) << owner.ToJson();
+  EXPECT_TRUE(HasPath(owner.bson(), "replayed")) << owner.ToJson();
+  auto count = owner_->GetCollection("shop", "tasks").CountDocuments(Json("{}").view());
+  ASSERT_OK(count);
+  EXPECT_EQ(*count, 1);
+}
+
 // Two permitted agents hammer one document's status through the version
 // gate while a third, not permitted to change it, tries the same: no
 // permitted update is lost, and none of the refused ones lands.

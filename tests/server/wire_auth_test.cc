@@ -345,6 +345,42 @@ TEST_F(WireAuthTest, TheFirstUserComesFromLoopbackOnly) {
   EXPECT_EQ(IntAt(Run(c, R"({"createUser": "second", "pwd": "s", "roles": [], "$db": "admin"})").bson(), "ok"), 1);
 }
 
+// Loopback clients racing the localhost exception: in every round exactly
+// one creates a user, the others are refused (the engine decides "no user
+// yet" under the lock it creates the user with, not the dispatcher alone).
+TEST_F(WireAuthTest, RacingLoopbackClientsGetExactlyOneFirstUser) {
+  StartServer(true);
+  constexpr int kClients = 6, kRounds = 25;
+  std::vector<WireClient> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(Connect());
+  for (int round = 0; round < kRounds; ++round) {
+    std::atomic<int> ready{0}, created{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kClients; ++i) {
+      threads.emplace_back([&, i] {
+        const std::string name = "r" + std::to_string(round) + "c" + std::to_string(i);
+        Document cmd = Json(R"({"createUser": ")" + name + R"(", "pwd": "p", "roles": ["root"], "$db": "admin"})");
+        ready.fetch_add(1);
+        while (ready.load() < kClients) std::this_thread::yield();
+        if (!clients[i].Send(test::OpMsg(100000 * (i + 1) + round, cmd.bson()))) return;
+        auto reply = clients[i].RecvMessage();
+        if (!reply) return;
+        Document body = test::MsgBody(*reply);
+        if (IntAt(body.bson(), "ok") == 1) ++created;
+        if (IntAt(body.bson(), "code") == 13) ++refused;
+      });
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(created.load(), 1) << "round " << round;
+    ASSERT_EQ(refused.load(), kClients - 1) << "round " << round;
+    Document users = db_->RunCommand(Json(R"({"usersInfo": 1, "$db": "admin"})").view());
+    ASSERT_TRUE(test::HasPath(users.bson(), "users.0.user"));
+    ASSERT_FALSE(test::HasPath(users.bson(), "users.1")) << users.ToJson();
+    // The owner drops it: the next round starts with no user again.
+    Owner(R"({"dropUser": ")" + test::StrAt(users.bson(), "users.0.user") + R"(", "$db": "admin"})");
+  }
+}
+
 TEST_F(WireAuthTest, WithoutUsersOrAuthTheServerIsOpenAsBefore) {
   StartServer(false);
   WireClient c = Connect();

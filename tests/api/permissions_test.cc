@@ -271,9 +271,9 @@ TEST_F(PermissionsTest, AUserReplaysOnlyItsOwnAgentsIdempotencyRecords) {
   EXPECT_EQ(other.ToJson().find("secret-1"), std::string::npos) << other.ToJson();
 
   // The typed API goes through the same check.
-  InsertOptions o;
-  o.write.context.task_id = "t-42";
-  o.write.context.write_seq = 1;
+  WriteOptions o;
+  o.context.task_id = "t-42";
+  o.context.write_seq = 1;
   EXPECT_THAT(writer2->GetCollection("shop", "tasks").InsertOne(Json(R"({"_id": "secret-1", "v": 1})").view(), o),
               StatusIs(ErrorCode::kIdempotencyKeyReuse));
 

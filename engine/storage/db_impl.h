@@ -573,7 +573,8 @@ class DBImpl {
   // empty synced write); writers
   // whose commit it covers wait for it instead of syncing again.
   Mutex sync_mu_;
-  CondVar sync_cv_;
+  CondVar sync_cv_;         // followers: an fsync ended
+  CondVar sync_leader_cv_;  // the leader: the commits in flight landed
   bool syncing_ GATEDB_GUARDED_BY(sync_mu_) = false;
   bool sync_leader_waiting_ GATEDB_GUARDED_BY(sync_mu_) = false;
   // Commits waiting for or holding commit_mu_ (InFlightCommit).

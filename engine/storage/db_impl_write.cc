@@ -302,7 +302,9 @@ DBImpl::InFlightCommit::InFlightCommit(DBImpl* db) : db_(db) {
 DBImpl::InFlightCommit::~InFlightCommit() {
   if (db_->commits_in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     MutexLock l(&db_->sync_mu_);
-    if (db_->sync_leader_waiting_) db_->sync_cv_.SignalAll();
+    // Only the leader waits for this; the followers sleep on until its
+    // fsync ends.
+    if (db_->sync_leader_waiting_) db_->sync_leader_cv_.Signal();
   }
 }
 
@@ -328,7 +330,7 @@ Status DBImpl::SyncCommitted(bool sync) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kGroupCommitWaitMicros);
     sync_leader_waiting_ = true;
     while (commits_in_flight_.load(std::memory_order_acquire) > 0) {
-      if (!sync_cv_.WaitUntil(&sync_mu_, deadline)) break;
+      if (!sync_leader_cv_.WaitUntil(&sync_mu_, deadline)) break;
     }
     sync_leader_waiting_ = false;
     target = db_->GetLatestSequenceNumber();  // >= needed

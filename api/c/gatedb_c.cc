@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "engine/document/validate.h"
+#include "engine/util/utf8.h"
 #include "gatedb/db.h"
 #include "gatedb/document.h"
 #include "gatedb/options.h"
@@ -79,31 +80,10 @@ int32_t ReplyCode(const bson_t* reply, char** errmsg) {
   return code;
 }
 
-// `s` with every byte that does not start a valid UTF-8 sequence (and
-// every NUL) replaced by '?': a parse error quotes the caller's bytes, and
-// a reply string must be UTF-8 for the reply to have an Extended JSON form.
-std::string ValidUtf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len != 0 && i + len <= s.size() && bson_utf8_validate(s.data() + i, len, false)) {
-      out.append(s.data() + i, len);
-      i += len;
-    } else {
-      out.push_back('?');
-      ++i;
-    }
-  }
-  return out;
-}
-
 // A reply document for an error found before the dispatcher ran, in the
 // dispatcher's own shape.
 gatedb::Document ErrorReply(ErrorCode code, std::string_view raw_message) {
-  const std::string message = ValidUtf8(raw_message);
+  const std::string message = gatedb::ToCleanUtf8(raw_message);
   gatedb::Document reply;
   bson_t* b = reply.mutable_bson();
   BSON_APPEND_DOUBLE(b, "ok", 0.0);

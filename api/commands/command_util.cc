@@ -2,6 +2,7 @@
 
 #include "engine/document/bson_compare.h"
 #include "engine/storage/idempotency.h"
+#include "engine/util/utf8.h"
 
 #include <cmath>
 #include <cstring>
@@ -142,7 +143,8 @@ Status MissingField(std::string_view command, std::string_view field) {
 
 void AppendError(const Status& status, bson_t* reply) {
   BSON_APPEND_DOUBLE(reply, "ok", 0.0);
-  BSON_APPEND_UTF8(reply, "errmsg", status.reason().c_str());
+  const std::string errmsg = ToCleanUtf8(status.reason());
+  bson_append_utf8(reply, "errmsg", 6, errmsg.data(), static_cast<int>(errmsg.size()));
   BSON_APPEND_INT32(reply, "code", status.code_number());
   BSON_APPEND_UTF8(reply, "codeName", status.code_name());
   if (const Document* info = status.err_info()) {

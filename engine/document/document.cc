@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/document/validate.h"
+#include "engine/util/utf8.h"
 
 namespace gatedb {
 
@@ -383,7 +384,8 @@ StatusOr<Document> Document::FromJson(std::string_view json) {
   bson_t* b = bson_new_from_json(reinterpret_cast<const uint8_t*>(text.data()),
                                  static_cast<ssize_t>(text.size()), &error);
   if (b == nullptr) {
-    std::string msg = std::string("invalid JSON: ") + error.message;
+    // libbson's message may quote the input's bytes, valid UTF-8 or not.
+    std::string msg = "invalid JSON: " + ToCleanUtf8(error.message);
     if (msg.find("position") == std::string::npos && msg.find("Incomplete") != std::string::npos) {
       msg += " (input ends at position " + std::to_string(json.size()) + ")";
     }

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "engine/util/utf8.h"
+
 namespace gatedb {
 
 namespace {
@@ -30,7 +32,8 @@ void AppendWriteErrors(const std::vector<WriteError>& errors, bson_t* out) {
     BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(errors[i].index));
     BSON_APPEND_INT32(&e, "code", s.code_number());
     BSON_APPEND_UTF8(&e, "codeName", s.code_name());
-    BSON_APPEND_UTF8(&e, "errmsg", s.reason().c_str());
+    const std::string errmsg = ToCleanUtf8(s.reason());
+    bson_append_utf8(&e, "errmsg", 6, errmsg.data(), static_cast<int>(errmsg.size()));
     if (const Document* info = s.err_info()) {
       if (s.code() == ErrorCode::kDuplicateKey) {
         bson_concat(&e, info->bson());  // keyPattern, keyValue

@@ -29,6 +29,15 @@ printf '%s\n' "$out" | sed -n 2p | grep -q 'line 2'; check "the error names the 
 printf '%s\n' "$out" | sed -n 3p | grep -q '"nModified" : 1'; check "later lines still run" $?
 printf '%s\n' "$out" | sed -n 4p | grep -q '"version" : 1'; check "version raised once" $?
 
+# Bytes that are not UTF-8 where JSON expects a value or a key: the parser's
+# message quotes them, and the reply still prints (not "{}"), with them
+# replaced by '?'.
+out=$(printf '{"a": tr\xffue}\n{"a": \xff}\n{"a": 1, \xff: 2}\n' | "$GATEDB" run --db "$dir/db")
+for n in 1 2 3; do
+  printf '%s\n' "$out" | sed -n ${n}p | grep -q '"codeName" : "FailedToParse"'; check "non-UTF-8 line $n gets FailedToParse" $?
+done
+printf '%s\n' "$out" | grep -q $'\xff'; [ $? -ne 0 ]; check "no raw non-UTF-8 byte in a reply" $?
+
 # A transaction spans lines: sessions live for the whole input.
 out=$(printf '%s\n' \
   '{"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"t": 1}}}], "lsid": {"id": 7}, "txnNumber": 1, "startTransaction": true, "autocommit": false}' \

@@ -1,5 +1,6 @@
 #include "gatedb/document.h"
 
+#include "engine/util/utf8.h"
 #include "tests/testutil/test_util.h"
 
 namespace gatedb {
@@ -23,6 +24,30 @@ TEST(DocumentTest, MalformedJsonIsFailedToParse) {
   EXPECT_THAT(Document::FromJson(R"({"a": )"), StatusIs(ErrorCode::kFailedToParse));
   EXPECT_THAT(Document::FromJson("[1, 2]"), StatusIs(ErrorCode::kFailedToParse));
   EXPECT_THAT(Document::FromJson(""), StatusIs(ErrorCode::kFailedToParse));
+}
+
+// libbson's parse errors quote the input; bytes that are not UTF-8 there
+// must not make the message (and so the reply) invalid UTF-8.
+TEST(DocumentTest, ParseErrorsQuotingNonUtf8BytesStayUtf8) {
+  for (const char* json : {"{\"a\": tr\xffue}", "{\"a\": \xff}", "{\"a\": 1, \xff: 2}", "{\"a\xfe\": 1"}) {
+    auto d = Document::FromJson(json);
+    ASSERT_THAT(d, StatusIs(ErrorCode::kFailedToParse)) << json;
+    const std::string& msg = d.status().reason();
+    EXPECT_TRUE(bson_utf8_validate(msg.data(), msg.size(), false)) << msg;
+  }
+}
+
+TEST(DocumentTest, ToCleanUtf8ReplacesOnlyWhatIsNotUtf8) {
+  EXPECT_EQ(ToCleanUtf8("plain"), "plain");
+  EXPECT_EQ(ToCleanUtf8("\xc3\xa9lan \xe2\x82\xac \xf0\x9f\x98\x80"), "\xc3\xa9lan \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(ToCleanUtf8("a\xff" "b"), "a?b");
+  EXPECT_EQ(ToCleanUtf8(std::string("a\0b", 3)), "a?b");
+  EXPECT_EQ(ToCleanUtf8("\xc3"), "?");                 // truncated sequence
+  EXPECT_EQ(ToCleanUtf8("\xc0\xaf"), "??");           // overlong '/'
+  EXPECT_EQ(ToCleanUtf8("\xed\xa0\x80x"), "???x");   // a UTF-16 surrogate
+  EXPECT_EQ(ToCleanUtf8("\xe2\x82"), "??");
+  EXPECT_TRUE(IsCleanUtf8("\xc3\xa9"));
+  EXPECT_FALSE(IsCleanUtf8("\xc3"));
 }
 
 TEST(DocumentTest, TypeOperatorWithNumbersAndArraysParses) {

@@ -138,7 +138,7 @@ Status ValidateNamespace(const Namespace& ns) {
   if (ns.coll.rfind("system.", 0) == 0) {
     return Status(ErrorCode::kInvalidNamespace, "Invalid system namespace: " + ns.full());
   }
-  if (ns.full().size() > 255) {
+  if (ns.db.size() + 1 + ns.coll.size() > 255) {
     return Status(ErrorCode::kInvalidNamespace, "Fully qualified namespace is too long: " + ns.full());
   }
   return Status::OK();

@@ -46,12 +46,9 @@ bool IsPlainEqualityValue(const bson_value_t& v) {
   }
   return true;
 }
-}  // namespace
 
-bool PointIdFromFilter(const bson_t* filter, bson_value_t* id) {
-  bson_iter_t it;
-  if (!bson_iter_init_find(&it, filter, "_id")) return false;
-  const bson_value_t* v = bson_iter_value(&it);
+// The _id a filter's `_id` value pins down: a plain value or {$eq: v}.
+bool PointIdFromValue(const bson_value_t* v, bson_value_t* id) {
   if (IsPlainEqualityValue(*v)) {
     *id = *v;
     return true;
@@ -68,9 +65,22 @@ bool PointIdFromFilter(const bson_t* filter, bson_value_t* id) {
   *id = *eq;
   return true;
 }
+}  // namespace
+
+bool PointIdFromFilter(const bson_t* filter, bson_value_t* id) {
+  bson_iter_t it;
+  return bson_iter_init_find(&it, filter, "_id") && PointIdFromValue(bson_iter_value(&it), id);
+}
 
 bool IdOnlyFilter(const bson_t* filter, bson_value_t* id) {
-  return filter != nullptr && PointIdFromFilter(filter, id) && bson_count_keys(filter) == 1;
+  // One pass: the only field is _id (a second field, another _id too, is
+  // more than a point read).
+  bson_iter_t it;
+  if (filter == nullptr || !bson_iter_init(&it, filter) || !bson_iter_next(&it)) return false;
+  if (std::strcmp(bson_iter_key(&it), "_id") != 0) return false;
+  const bson_value_t v = *bson_iter_value(&it);  // points into `filter`, not into `it`
+  if (bson_iter_next(&it)) return false;
+  return PointIdFromValue(&v, id);
 }
 
 }  // namespace gatedb

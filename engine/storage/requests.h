@@ -36,7 +36,11 @@ namespace gatedb {
 struct Namespace {
   std::string db;
   std::string coll;
-  std::string full() const { return db + "." + coll; }
+  std::string full() const {
+    std::string s;
+    s.reserve(db.size() + 1 + coll.size());
+    return s.append(db).append(1, '.').append(coll);
+  }
 };
 
 // Validates database and collection names as MongoDB does.

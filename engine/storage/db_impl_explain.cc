@@ -2,9 +2,10 @@
 // db_impl_plan.cc.  queryPlanner shows the winning plan (stage names as
 // MongoDB's: IDHACK, COLLSCAN, FETCH, IXSCAN, OR, SORT, SKIP, LIMIT,
 // PROJECTION_DEFAULT, COUNT, UPDATE, DELETE, EOF) and the rejected
-// candidates; executionStats and allPlansExecution also run the read (a
-// write is never run: its query part is, as a dry run without locks) and
-// report nReturned, totalKeysExamined and totalDocsExamined.
+// candidates without running the query, as MongoDB's; executionStats and
+// allPlansExecution also run the read (a write is never run: its query
+// part is, as a dry run without locks) and report nReturned,
+// totalKeysExamined and totalDocsExamined.
 #include <chrono>
 
 #include "engine/storage/db_impl.h"
@@ -32,6 +33,7 @@ StatusOr<Document> DBImpl::Explain(const ExplainRequest& req) {
                                         "'allPlansExecution'}");
   }
   PlanStats stats;
+  stats.plan_only = req.verbosity == "queryPlanner";
   int64_t n_returned = 0;
   auto started = std::chrono::steady_clock::now();
   const Namespace* ns = &req.find.ns;

@@ -65,6 +65,9 @@ class DBImpl::PlanExecutor {
 };
 
 struct DBImpl::PlanStats {
+  // Choose the plan and stop: explain's queryPlanner verbosity, which (as
+  // MongoDB's) does not run the query.
+  bool plan_only = false;
   Document plan;                 // the winning plan's stage tree (below SORT/SKIP/LIMIT)
   std::vector<Document> rejected;
   int64_t keys_examined = 0;

@@ -500,6 +500,7 @@ Status DBImpl::ForEachCandidate(const Collection& coll, const bson_t* filter, co
                                 const index::Hint* hint, Txn* txn, PlanStats* stats, bool* sorted,
                                 const CandidateFn& fn) const {
   ASSIGN_OR_RETURN(std::unique_ptr<PlanExecutor> exec, OpenPlan(coll, filter, sort, hint, txn, stats, sorted));
+  if (stats != nullptr && stats->plan_only) return Status::OK();
   std::string_view key;
   RecordView rec;
   for (;;) {

@@ -320,7 +320,9 @@ StatusOr<FindResult> DBImpl::FindWithStats(const FindRequest& req, PlanStats* st
   FindSource source(this);
   RETURN_IF_ERROR(source.Open(req, stats));
   CursorBatch batch;
-  RETURN_IF_ERROR(source.NextBatch(0, std::numeric_limits<size_t>::max(), &batch));
+  if (stats == nullptr || !stats->plan_only) {
+    RETURN_IF_ERROR(source.NextBatch(0, std::numeric_limits<size_t>::max(), &batch));
+  }
   if (stats && source.blocking_sort() && !stats->plan.empty()) {
     bson_t* st = bson_new();
     BSON_APPEND_UTF8(st, "stage", "SORT");

@@ -756,9 +756,11 @@ Result Atan2(const bson_decimal128_t& y, const bson_decimal128_t& x) { return In
 Result Log(const bson_decimal128_t& d, const bson_decimal128_t& base) {
   if (EqualsInt(base, 2)) return Log2(d);
   if (EqualsInt(base, 10)) return Log10(d);
-  const Result num = Ln(d), den = Ln(base);
-  Result q = Divide(num.value, den.value);
-  q.flags |= num.flags | den.flags;
+  // MongoDB divides ln(d) by the base itself here, not by ln(base); gatedb
+  // answers what MongoDB answers (the double path divides by ln(base)).
+  const Result num = Ln(d);
+  Result q = Divide(num.value, base);
+  q.flags |= num.flags;
   return q;
 }
 

@@ -245,8 +245,8 @@ Result Atanh(const bson_decimal128_t& d);
 Result Atan2(const bson_decimal128_t& y, const bson_decimal128_t& x);
 
 // MongoDB's Decimal128::logarithm(base) for $log: Log2 for base 2, Log10
-// for base 10, otherwise Ln(d) / Ln(base) (see the README on this last
-// case).
+// for base 10, otherwise Ln(d) divided by the base itself, as MongoDB
+// computes it (not by Ln(base): the README's Decimal128 notes).
 Result Log(const bson_decimal128_t& d, const bson_decimal128_t& base);
 
 // MongoDB's Decimal128::power: Intel's exp10(exponent) for base 10,

@@ -109,6 +109,13 @@ TEST(DecimalExpressionTest, OneNumberOperators) {
       // Base 2 and base 10 are Intel's log2 and log10, as in MongoDB.
       {R"({"$log": [{"$numberDecimal": "8"}, 2]})", "{}", D("3")},
       {R"({"$log": [{"$numberDecimal": "8"}, 1]})", "{}", "error:28759"},
+      // Any other base: ln(x) divided by the base itself, as MongoDB's
+      // Decimal128::logarithm(base) computes it (34-digit ln(8) / 3, as
+      // Python's decimal module gives it; the double path below divides by
+      // ln(base)).
+      {R"({"$log": [{"$numberDecimal": "8"}, {"$numberDecimal": "3"}]})", "{}",
+       D("0.6931471805599453094172321214581767")},
+      {R"({"$log": [{"$numberDecimal": "100"}, 7]})", "{}", D("0.6578814551411559097194261299098183")},
       {R"({"$pow": [{"$numberDecimal": "2"}, 3]})", "{}", D("8.000000000000000000000000000000000")},
       {R"({"$pow": [{"$numberDecimal": "0"}, -1]})", "{}", "error:28764"},
       {R"({"$degreesToRadians": {"$numberDecimal": "180"}})", "{}", D("3.141592653589793238462643383279503")},

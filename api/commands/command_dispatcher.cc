@@ -280,7 +280,7 @@ Document CommandDispatcher::Run(const bson_t* cmd, const ClientInfo* client,
         return ErrorReply(Status(ErrorCode::kOperationNotSupportedInTransaction,
                                  "Cannot run '" + ctx.command_name + "' in a multi-document transaction."));
       }
-      auto txn = txns_->ForCommand(session.lsid, *session.txn_number, session.start);
+      auto txn = txns_->ForCommand(session.lsid, *session.txn_number, session.start, ctx.principal);
       if (!txn.ok()) return TxnErrorReply(txn.status());
       TxnUse use(txn->get(), db_->NowMs());
       if (!use.status().ok()) return TxnErrorReply(use.status());

@@ -192,7 +192,7 @@ Status SyncResolveCommand(CommandContext& ctx, bson_t* reply) {
   ASSIGN_OR_RETURN(DeleteWriteResult cr, ctx.db->Delete(dc));
   if (!cr.write_errors.empty()) return cr.write_errors[0].status;
   bool replayed = false;
-  RETURN_IF_ERROR(ctx.db->CommitTransaction(scope.get(), nullptr, &replayed));
+  RETURN_IF_ERROR(ctx.db->CommitTransaction(scope.get(), nullptr, nullptr, &replayed));
   BSON_APPEND_UTF8(reply, "kept", keep.c_str());
   return Status::OK();
 }

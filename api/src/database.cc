@@ -60,7 +60,8 @@ Status CheckLeaseCall(const auth::Principal& caller, const std::string& db, cons
 
 StatusOr<std::unique_ptr<Transaction>> Database::StartTransaction(const TransactionOptions& options) {
   if (options.lifetime_ms <= 0) return Status(ErrorCode::kBadValue, "lifetime_ms must be positive");
-  return std::make_unique<Transaction>(rep_->txns->Begin(options));
+  ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+  return std::make_unique<Transaction>(rep_->txns->Begin(options, std::move(caller)));
 }
 
 Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& fn,
@@ -71,7 +72,8 @@ Status Database::WithTransaction(const std::function<Status(Transaction& txn)>& 
     // A re-run of a transaction that committed under this key (its reply was
     // lost, or it got WriteConcernFailed) replays instead of running again.
     bool committed = false;
-    RETURN_IF_ERROR(rep_->txns->CommittedBefore(*options.commit_context,
+    ASSIGN_OR_RETURN(std::shared_ptr<const auth::Principal> caller, rep_->Caller(identity_));
+    RETURN_IF_ERROR(rep_->txns->CommittedBefore(*options.commit_context, caller.get(),
                                                   options.transaction.sync || rep_->db->options().sync, &committed));
     if (committed) return Status::OK();
   }

@@ -133,9 +133,11 @@ void TxnManager::ReaperLoop() {
   }
 }
 
-std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& options) {
+std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& options,
+                                                     std::shared_ptr<const auth::Principal> principal) {
   auto t = std::make_shared<Transaction::Impl>();
   t->manager = this;
+  t->principal = std::move(principal);
   // Before live_ shares t with the reaper, which reads them.
   t->started_ms = db_->NowMs();
   t->lifetime_ms = options.lifetime_ms;
@@ -155,8 +157,9 @@ std::shared_ptr<Transaction::Impl> TxnManager::Begin(const TransactionOptions& o
   return t;
 }
 
-Status TxnManager::CommittedBefore(const WriteContext& context, bool sync, bool* committed) {
-  return db_->TransactionCommittedBefore(context, sync, committed);
+Status TxnManager::CommittedBefore(const WriteContext& context, const auth::Principal* principal, bool sync,
+                                   bool* committed) {
+  return db_->TransactionCommittedBefore(context, principal, sync, committed);
 }
 
 Status TxnManager::Commit(Transaction::Impl* t, const WriteContext* context, bool* replayed_out) {
@@ -179,7 +182,7 @@ Status TxnManager::CommitLocked(Transaction::Impl* t, const WriteContext* contex
   }
   if (t->state != Transaction::Impl::State::kActive) return NoSuchTransaction(t);
   bool replayed = false;
-  Status s = db_->CommitTransaction(t->scope.get(), keyed ? context : nullptr, &replayed);
+  Status s = db_->CommitTransaction(t->scope.get(), keyed ? context : nullptr, t->principal.get(), &replayed);
   if (!s.ok()) {
     AbortLocked(t, s);
     return s;
@@ -205,7 +208,8 @@ Status TxnManager::Abort(Transaction::Impl* t) {
 }
 
 StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::string& lsid, int64_t txn_number,
-                                                                    bool start) {
+                                                                    bool start,
+                                                                    std::shared_ptr<const auth::Principal> principal) {
   std::shared_ptr<Transaction::Impl> old;
   std::shared_ptr<Transaction::Impl> result;
   {
@@ -236,7 +240,7 @@ StatusOr<std::shared_ptr<Transaction::Impl>> TxnManager::ForCommand(const std::s
   if (old) Abort(old.get()).PermitUnchecked();  // a newer transaction replaces it
   TransactionOptions topts;
   topts.lifetime_ms = db_->options().transaction_lifetime_ms;
-  result = Begin(topts);
+  result = Begin(topts, std::move(principal));
   MutexLock lock(&mu_);
   sessions_[lsid].txn = result;
   return result;

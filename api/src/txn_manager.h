@@ -39,6 +39,8 @@ struct Transaction::Impl {
   // Set by TxnManager::Begin before the Impl is shared (id, manager: before
   // the reaper can see it; started_ms, lifetime_ms likewise), constant after.
   std::string id;
+  // The user it acts as (null: the owner); a keyed commit claims its agent.
+  std::shared_ptr<const auth::Principal> principal;
   int64_t started_ms = 0;
   int64_t lifetime_ms = 0;
   class TxnManager* manager = nullptr;
@@ -94,7 +96,9 @@ class TxnManager {
   explicit TxnManager(DBImpl* db);
   ~TxnManager();
 
-  std::shared_ptr<Transaction::Impl> Begin(const TransactionOptions& options) GATEDB_EXCLUDES(mu_);
+  std::shared_ptr<Transaction::Impl> Begin(const TransactionOptions& options,
+                                           std::shared_ptr<const auth::Principal> principal = nullptr)
+      GATEDB_EXCLUDES(mu_);
   // Commits; with a keyed context, idempotently (see Transaction::Commit).
   // *replayed (when given): the commit was answered from the idempotency log.
   Status Commit(Transaction::Impl* t, const WriteContext* context, bool* replayed = nullptr) GATEDB_EXCLUDES(t->mu);
@@ -104,7 +108,7 @@ class TxnManager {
   // effects, an insert's DuplicateKey).  With `sync`, answers once that
   // commit is durable.  Errors: IdempotencyKeyReuse, BadValue (task id),
   // WriteConcernFailed.
-  Status CommittedBefore(const WriteContext& context, bool sync, bool* committed);
+  Status CommittedBefore(const WriteContext& context, const auth::Principal* principal, bool sync, bool* committed);
 
   // The command door.  A session is its lsid's bytes.
   struct Session {
@@ -113,9 +117,11 @@ class TxnManager {
     int64_t last_use_ms = 0;
   };
   // For a command of `txn_number` in session `lsid`: starts a transaction
-  // (start), or finds the active one.  Errors as MongoDB's:
-  // TransactionTooOld, NoSuchTransaction, ConflictingOperationInProgress.
-  StatusOr<std::shared_ptr<Transaction::Impl>> ForCommand(const std::string& lsid, int64_t txn_number, bool start)
+  // (start) acting as `principal`, or finds the active one.  Errors as
+  // MongoDB's: TransactionTooOld, NoSuchTransaction,
+  // ConflictingOperationInProgress.
+  StatusOr<std::shared_ptr<Transaction::Impl>> ForCommand(const std::string& lsid, int64_t txn_number, bool start,
+                                                          std::shared_ptr<const auth::Principal> principal = nullptr)
       GATEDB_EXCLUDES(mu_);
   // The transaction of a commitTransaction / abortTransaction.
   StatusOr<std::shared_ptr<Transaction::Impl>> ForEnd(const std::string& lsid, int64_t txn_number)

@@ -207,12 +207,17 @@ class DBImpl {
   // set.  The scope cannot be used for writes afterwards.
   // Errors: WriteConflict, IdempotencyKeyReuse, BadValue (task id),
   // WriteConcernFailed (a durable commit's fsync failed; it is applied).
-  Status CommitTransaction(WriteScope* scope, const WriteContext* keyed, bool* replayed);
+  // `principal` (null: the owner): the user the transaction acts as; a
+  // keyed commit claims its agent as a keyed write does (AdmitWrite), and
+  // replays only that agent's record.
+  Status CommitTransaction(WriteScope* scope, const WriteContext* keyed, const auth::Principal* principal,
+                           bool* replayed);
   // Whether a transaction already committed under `context`'s key (a re-run
   // must then not run its statements again).  With `sync`, answers once that
   // commit is durable.  Errors: IdempotencyKeyReuse, BadValue,
   // WriteConcernFailed.
-  Status TransactionCommittedBefore(const WriteContext& context, bool sync, bool* committed);
+  Status TransactionCommittedBefore(const WriteContext& context, const auth::Principal* principal, bool sync,
+                                    bool* committed);
 
   // Side records: small keyed BSON records that a feature built on the
   // store keeps beside the documents they describe (upstream sync's bases).

@@ -147,13 +147,29 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
       [&](const FindAndModifyResult& r, bson_t* out) { AppendReply(r, req.remove, out); });
 }
 
-Status DBImpl::CommitTransaction(WriteScope* scope, const WriteContext* keyed, bool* replayed) {
+namespace {
+
+// A keyed commit's context as the write gate would admit it: a user's
+// commit names the user as its agent (an empty agentId becomes its name;
+// another name is Unauthorized).
+StatusOr<WriteContext> ClaimCommitAgent(const WriteContext& context, const auth::Principal* principal) {
+  WriteContext claimed = context;
+  if (principal != nullptr) RETURN_IF_ERROR(principal->ClaimAgent(&claimed.agent_id, "commitTransaction", "admin.$cmd"));
+  return claimed;
+}
+
+}  // namespace
+
+Status DBImpl::CommitTransaction(WriteScope* scope, const WriteContext* keyed, const auth::Principal* principal,
+                                 bool* replayed) {
   *replayed = false;
   // Its cursors read through it: they end with it (MongoDB kills them too).
   if (scope->cursors != nullptr) scope->cursors->KillOwnedBy(scope);
   if (keyed == nullptr || keyed->task_id.empty() || !keyed->write_seq) return CommitScope(scope);
+  ASSIGN_OR_RETURN(const WriteContext claimed, ClaimCommitAgent(*keyed, principal));
   KeyedCall call;
-  call.context = keyed;
+  call.context = &claimed;
+  call.principal = principal;
   call.sync = scope->sync;
   call.ns = "admin.$cmd";
   call.fingerprint = CommitFingerprint();
@@ -167,16 +183,19 @@ Status DBImpl::CommitTransaction(WriteScope* scope, const WriteContext* keyed, b
   return RunKeyed(call, scope, replayed).status();
 }
 
-Status DBImpl::TransactionCommittedBefore(const WriteContext& context, bool sync, bool* committed) {
+Status DBImpl::TransactionCommittedBefore(const WriteContext& context, const auth::Principal* principal, bool sync,
+                                          bool* committed) {
   *committed = false;
   if (context.task_id.empty() || !context.write_seq) return Status::OK();
   RETURN_IF_ERROR(IdempotencyLog::ValidateTaskId(context.task_id));
+  ASSIGN_OR_RETURN(const WriteContext claimed, ClaimCommitAgent(context, principal));
   KeyedCall call;
-  call.context = &context;
+  call.context = &claimed;
+  call.principal = principal;
   call.fingerprint = CommitFingerprint();
   call.legacy_fingerprint = [] { return LegacyCommitFingerprint(); };
   ASSIGN_OR_RETURN(std::optional<Document> stored,
-                   StoredReply(call, IdempotencyLog::EncodeKey(context.task_id, *context.write_seq)));
+                   StoredReply(call, IdempotencyLog::EncodeKey(claimed.task_id, *claimed.write_seq)));
   if (!stored) return Status::OK();
   *committed = true;
   return SyncCommitted(sync);

@@ -289,6 +289,62 @@ TEST_F(PermissionsTest, AUserReplaysOnlyItsOwnAgentsIdempotencyRecords) {
   EXPECT_EQ(*count, 1);
 }
 
+// A keyed transaction commit is its agent's too: another user committing
+// under the same (taskId, writeSeq) is refused, not answered as a replay
+// that would drop its transaction's writes; a commit naming another agent
+// is Unauthorized; the agent's own retry, through WithTransaction too,
+// replays.
+TEST_F(PermissionsTest, AKeyedTransactionCommitIsItsAgentsOnly) {
+  Run(R"({"createUser": "writer2", "pwd": "w2", "roles": ["readWrite"], "$db": "shop"})");
+  auto writer = As("writer", "shop");
+  auto writer2 = As("writer2", "shop");
+  WriteContext key;
+  key.task_id = "tx-7";
+  key.write_seq = 1;
+  auto insert_in = [](Database& db, Transaction* txn, const char* id) {
+    WriteOptions o;
+    o.txn = txn;
+    return db.GetCollection("shop", "ledger").InsertOne(Json(std::string(R"({"_id": ")") + id + "\"}").view(), o)
+        .status();
+  };
+  {
+    auto txn = writer->StartTransaction();
+    ASSERT_OK(txn);
+    ASSERT_OK(insert_in(*writer, txn->get(), "a"));
+    ASSERT_OK((*txn)->Commit(key));
+  }
+  {
+    auto txn = writer2->StartTransaction();
+    ASSERT_OK(txn);
+    ASSERT_OK(insert_in(*writer2, txn->get(), "b"));
+    EXPECT_THAT((*txn)->Commit(key), StatusIs(ErrorCode::kIdempotencyKeyReuse));
+  }
+  {
+    auto txn = writer2->StartTransaction();
+    ASSERT_OK(txn);
+    ASSERT_OK(insert_in(*writer2, txn->get(), "c"));
+    WriteContext spoof = key;
+    spoof.agent_id = "writer";
+    spoof.write_seq = 2;
+    EXPECT_THAT((*txn)->Commit(spoof), StatusIs(ErrorCode::kUnauthorized));
+  }
+  WithTransactionOptions again;
+  again.commit_context = key;
+  bool ran = false;
+  auto body = [&](Transaction& txn) {
+    ran = true;
+    return insert_in(*writer2, &txn, "d");
+  };
+  EXPECT_THAT(writer2->WithTransaction(body, again), StatusIs(ErrorCode::kIdempotencyKeyReuse));
+  EXPECT_FALSE(ran);
+  // The writer's own re-run is answered from the log, without running.
+  EXPECT_OK(writer->WithTransaction(body, again));
+  EXPECT_FALSE(ran);
+  auto n = owner_->GetCollection("shop", "ledger").CountDocuments(Json("{}").view());
+  ASSERT_OK(n);
+  EXPECT_EQ(*n, 1);  // "a" only: every refused commit left nothing
+}
+
 // Two permitted agents hammer one document's status through the version
 // gate while a third, not permitted to change it, tries the same: no
 // permitted update is lost, and none of the refused ones lands.

@@ -398,7 +398,7 @@ class IndexTxnTest : public ::testing::Test {
   }
   Status Commit(WriteScope* s) {
     bool replayed = false;
-    return db_->CommitTransaction(s, nullptr, &replayed);
+    return db_->CommitTransaction(s, nullptr, nullptr, &replayed);
   }
   // The index's whole content agrees with the documents (outside any scope).
   void CheckIndexesWhole() {
@@ -762,7 +762,7 @@ TEST(IndexBuildRegression, DocumentOfATransactionOpenAcrossTheBuildIsIndexed) {
   // or the commit below must be refused.
   Status outside = InsertOne(db.get(), Json(R"({"_id": 3, "u": 7})"));
   bool replayed = false;
-  Status commit = db->CommitTransaction(s.get(), nullptr, &replayed);
+  Status commit = db->CommitTransaction(s.get(), nullptr, nullptr, &replayed);
   s.reset();
   EXPECT_FALSE(outside.ok() && commit.ok()) << "two documents hold u: 7 under a unique index";
   if (commit.ok()) {
@@ -790,7 +790,7 @@ TEST(IndexBuildCatchUp, TransactionFindsItsEarlierDocumentThroughAnIndexBuiltWhi
   EXPECT_EQ(FindIds(db.get(), Json(R"({"k": 7})"), std::nullopt, s.get()), std::vector<int64_t>{2})
       << "inside the transaction, a query through the new index misses the transaction's own document";
   bool replayed = false;
-  ASSERT_OK(db->CommitTransaction(s.get(), nullptr, &replayed));
+  ASSERT_OK(db->CommitTransaction(s.get(), nullptr, nullptr, &replayed));
   s.reset();
   EXPECT_EQ(FindIds(db.get(), Json(R"({"k": 7})")), std::vector<int64_t>{2});
 }
@@ -814,7 +814,7 @@ TEST(IndexBuildCatchUp, TransactionDocumentUpdatedAfterTheBuildInOtherFieldsIsIn
   ASSERT_OK(UpdateOne(db.get(), Json(R"({"_id": 2})"), Json(R"({"$set": {"other": 1}})"), &n, s.get()));
   ASSERT_EQ(n, 1);
   bool replayed = false;
-  ASSERT_OK(db->CommitTransaction(s.get(), nullptr, &replayed));
+  ASSERT_OK(db->CommitTransaction(s.get(), nullptr, nullptr, &replayed));
   s.reset();
   EXPECT_EQ(FindIds(db.get(), Json(R"({"k": 7})"), NaturalHint()), std::vector<int64_t>{2});
   EXPECT_EQ(FindIds(db.get(), Json(R"({"k": 7})")), std::vector<int64_t>{2})
@@ -864,7 +864,7 @@ TEST(IndexBuildRegression, FailedFlipToReadyDoesNotLeaveAZombieIndex) {
   ASSERT_TRUE(s != nullptr);
   ASSERT_OK(in_txn);
   bool replayed = false;
-  Status commit = db->CommitTransaction(s.get(), nullptr, &replayed);
+  Status commit = db->CommitTransaction(s.get(), nullptr, nullptr, &replayed);
   s.reset();
   if (created.ok()) {
     // The index is there and, with the array document committed, multikey.

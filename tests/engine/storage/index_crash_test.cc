@@ -593,7 +593,7 @@ TEST(IndexDropTxn, TransactionCommittedAfterADropLeavesNoEntriesBehind) {
     ASSERT_EQ(r->n, 1);
     ASSERT_OK(db->DropIndexes(kNs, {"*"}, nullptr));
     bool replayed = false;
-    Status commit = db->CommitTransaction(s.get(), nullptr, &replayed);
+    Status commit = db->CommitTransaction(s.get(), nullptr, nullptr, &replayed);
     s.reset();
     if (commit.ok()) {
       EXPECT_EQ(FindIds(db.get(), Eq("k", 5)), std::vector<int64_t>{2});

@@ -2,7 +2,7 @@
 
 #include "engine/document/bson_compare.h"
 #include "engine/storage/idempotency.h"
-#include "engine/util/utf8.h"
+#include "engine/storage/write_reply.h"
 
 #include <cmath>
 #include <cstring>
@@ -143,17 +143,10 @@ Status MissingField(std::string_view command, std::string_view field) {
 
 void AppendError(const Status& status, bson_t* reply) {
   BSON_APPEND_DOUBLE(reply, "ok", 0.0);
-  const std::string errmsg = ToCleanUtf8(status.reason());
-  bson_append_utf8(reply, "errmsg", 6, errmsg.data(), static_cast<int>(errmsg.size()));
+  AppendErrorMessage(status, reply);
   BSON_APPEND_INT32(reply, "code", status.code_number());
   BSON_APPEND_UTF8(reply, "codeName", status.code_name());
-  if (const Document* info = status.err_info()) {
-    if (status.code() == ErrorCode::kDuplicateKey) {
-      bson_concat(reply, info->bson());  // keyPattern, keyValue: MongoDB's top-level fields
-    } else {
-      BSON_APPEND_DOCUMENT(reply, "errInfo", info->bson());
-    }
-  }
+  AppendErrorDetails(status, reply);
 }
 
 void AppendDocsArray(const char* name, const std::vector<Document>& docs, bson_t* out) {

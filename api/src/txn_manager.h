@@ -97,8 +97,7 @@ class TxnManager {
   ~TxnManager();
 
   std::shared_ptr<Transaction::Impl> Begin(const TransactionOptions& options,
-                                           std::shared_ptr<const auth::Principal> principal = nullptr)
-      GATEDB_EXCLUDES(mu_);
+                                           std::shared_ptr<const auth::Principal> principal) GATEDB_EXCLUDES(mu_);
   // Commits; with a keyed context, idempotently (see Transaction::Commit).
   // *replayed (when given): the commit was answered from the idempotency log.
   Status Commit(Transaction::Impl* t, const WriteContext* context, bool* replayed = nullptr) GATEDB_EXCLUDES(t->mu);
@@ -121,7 +120,7 @@ class TxnManager {
   // MongoDB's: TransactionTooOld, NoSuchTransaction,
   // ConflictingOperationInProgress.
   StatusOr<std::shared_ptr<Transaction::Impl>> ForCommand(const std::string& lsid, int64_t txn_number, bool start,
-                                                          std::shared_ptr<const auth::Principal> principal = nullptr)
+                                                          std::shared_ptr<const auth::Principal> principal)
       GATEDB_EXCLUDES(mu_);
   // The transaction of a commitTransaction / abortTransaction.
   StatusOr<std::shared_ptr<Transaction::Impl>> ForEnd(const std::string& lsid, int64_t txn_number)

@@ -277,7 +277,7 @@ class DBImpl {
   // it only while no user exists (MongoDB's localhost exception, decided
   // under the same lock as the creation, so two racing clients cannot both
   // get one in); else Unauthorized.
-  Status CreateUser(const auth::UserRecord& user, bool first_only = false);
+  Status CreateUser(const auth::UserRecord& user, bool first_only);
   Status UpdateUser(const auth::UserRecord& user);
   Status DropUser(const std::string& user, const std::string& db);
   StatusOr<std::optional<auth::UserRecord>> GetUser(const std::string& user, const std::string& db);

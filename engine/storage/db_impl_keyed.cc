@@ -19,6 +19,24 @@
 
 namespace gatedb {
 
+namespace {
+
+// IdempotencyKeyReuse for `wc`'s key: errInfo {taskId, writeSeq, <details>},
+// the message "idempotency key (...) was already used <why>".
+template <typename Details>
+Status KeyReuse(const WriteContext& wc, const char* why, Details&& details) {
+  bson_t* info = bson_new();
+  BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
+  BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
+  details(info);
+  return Status(ErrorCode::kIdempotencyKeyReuse,
+                "idempotency key (taskId: \"" + wc.task_id + "\", writeSeq: " + std::to_string(*wc.write_seq) +
+                    ") was already used " + why,
+                std::make_shared<const Document>(Document::Adopt(info)));
+}
+
+}  // namespace
+
 StatusOr<std::optional<Document>> DBImpl::StoredReply(const KeyedCall& call, const std::string& key) {
   ASSIGN_OR_RETURN(std::optional<IdempotencyRecord> rec, idempotency_->Lookup(key));
   if (!rec) return std::optional<Document>();
@@ -28,14 +46,8 @@ StatusOr<std::optional<Document>> DBImpl::StoredReply(const KeyedCall& call, con
   // replays anything; records from before agents were recorded replay as
   // they did.
   if (call.principal != nullptr && rec->agent && *rec->agent != wc.agent_id) {
-    bson_t* info = bson_new();
-    BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
-    BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
-    BSON_APPEND_UTF8(info, "agentId", wc.agent_id.c_str());
-    return Status(ErrorCode::kIdempotencyKeyReuse,
-                  "idempotency key (taskId: \"" + wc.task_id + "\", writeSeq: " + std::to_string(*wc.write_seq) +
-                      ") was already used by another agent; use a task id of your own",
-                  std::make_shared<const Document>(Document::Adopt(info)));
+    return KeyReuse(wc, "by another agent; use a task id of your own",
+                    [&](bson_t* info) { BSON_APPEND_UTF8(info, "agentId", wc.agent_id.c_str()); });
   }
   bool same;
   if (rec->fingerprint_format == kFingerprintFormat) {
@@ -45,15 +57,10 @@ StatusOr<std::optional<Document>> DBImpl::StoredReply(const KeyedCall& call, con
     same = rec->fingerprint_format == 1 && !legacy.empty() && rec->fingerprint == legacy;
   }
   if (!same) {
-    bson_t* info = bson_new();
-    BSON_APPEND_UTF8(info, "taskId", wc.task_id.c_str());
-    BSON_APPEND_INT64(info, "writeSeq", *wc.write_seq);
-    BSON_APPEND_DATE_TIME(info, "firstUsedAt", rec->at_ms);
-    BSON_APPEND_UTF8(info, "ns", rec->ns.c_str());
-    return Status(ErrorCode::kIdempotencyKeyReuse,
-                  "idempotency key (taskId: \"" + wc.task_id + "\", writeSeq: " + std::to_string(*wc.write_seq) +
-                      ") was already used for a different command; use a new writeSeq",
-                  std::make_shared<const Document>(Document::Adopt(info)));
+    return KeyReuse(wc, "for a different command; use a new writeSeq", [&](bson_t* info) {
+      BSON_APPEND_DATE_TIME(info, "firstUsedAt", rec->at_ms);
+      BSON_APPEND_UTF8(info, "ns", rec->ns.c_str());
+    });
   }
   return std::optional<Document>(std::move(rec->reply));
 }

@@ -7,6 +7,21 @@
 
 namespace gatedb {
 
+void AppendErrorMessage(const Status& s, bson_t* out) {
+  const std::string errmsg = ToCleanUtf8(s.reason());
+  bson_append_utf8(out, "errmsg", 6, errmsg.data(), static_cast<int>(errmsg.size()));
+}
+
+void AppendErrorDetails(const Status& s, bson_t* out) {
+  const Document* info = s.err_info();
+  if (info == nullptr) return;
+  if (s.code() == ErrorCode::kDuplicateKey) {
+    bson_concat(out, info->bson());  // keyPattern, keyValue
+  } else {
+    BSON_APPEND_DOCUMENT(out, "errInfo", info->bson());
+  }
+}
+
 namespace {
 
 // Appends `n` elements under the array keys "0", "1", ...
@@ -32,15 +47,8 @@ void AppendWriteErrors(const std::vector<WriteError>& errors, bson_t* out) {
     BSON_APPEND_INT32(&e, "index", static_cast<int32_t>(errors[i].index));
     BSON_APPEND_INT32(&e, "code", s.code_number());
     BSON_APPEND_UTF8(&e, "codeName", s.code_name());
-    const std::string errmsg = ToCleanUtf8(s.reason());
-    bson_append_utf8(&e, "errmsg", 6, errmsg.data(), static_cast<int>(errmsg.size()));
-    if (const Document* info = s.err_info()) {
-      if (s.code() == ErrorCode::kDuplicateKey) {
-        bson_concat(&e, info->bson());  // keyPattern, keyValue
-      } else {
-        BSON_APPEND_DOCUMENT(&e, "errInfo", info->bson());
-      }
-    }
+    AppendErrorMessage(s, &e);
+    AppendErrorDetails(s, &e);
     bson_append_document_end(arr, &e);
   });
 }

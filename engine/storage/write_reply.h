@@ -32,6 +32,14 @@ void AppendReply(const DeleteWriteResult& r, bson_t* out);
 // `remove`: the request removed (then there is no updatedExisting).
 void AppendReply(const FindAndModifyResult& r, bool remove, bson_t* out);
 
+// An error's parts as every reply carries them (writeErrors entries and
+// command error replies alike): `errmsg`, made valid UTF-8 (ToCleanUtf8:
+// messages may quote a caller's bytes); the details as MongoDB places them,
+// a DuplicateKey's keyPattern and keyValue beside errmsg, any other
+// error's under `errInfo`.
+void AppendErrorMessage(const Status& s, bson_t* out);
+void AppendErrorDetails(const Status& s, bson_t* out);
+
 // Errors: DataCorruptionDetected when `reply` is not a reply of that shape.
 Status DecodeReply(const bson_t* reply, InsertResult* out);
 Status DecodeReply(const bson_t* reply, UpdateWriteResult* out);

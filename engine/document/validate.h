@@ -5,8 +5,10 @@
 //
 //   rule                                           ErrorCode (number)
 //   ---------------------------------------------  -------------------------
-//   structure (libbson bson_validate), UTF-8 of    kInvalidBSON (22)
-//     field names and strings (0x00 allowed)
+//   structure (every element as bson_iter_next    kInvalidBSON (22)
+//     reads it, every container's length and
+//     terminator), UTF-8 of field names and
+//     strings (0x00 allowed)
 //   size > 16 MiB                                  kBSONObjectTooLarge (10334)
 //   a field nested deeper than 100 levels          kOverflow (15)
 //   a top-level field name starting with '$'       kDollarPrefixedFieldName (52)
@@ -50,14 +52,14 @@ constexpr size_t kMaxUserDocumentSize = 16 * 1024 * 1024;
 constexpr int kMaxStorageNestingDepth = 100;
 
 // The nesting limit for bytes arriving from outside (MongoDB's
-// BSONDepth::kDefaultMaxAllowableDepth).  Also protects libbson's recursive
-// validator from stack exhaustion.
+// BSONDepth::kDefaultMaxAllowableDepth).
 constexpr int kMaxIncomingNestingDepth = 200;
 
 // Checks that `doc` may be stored as a collection document (see the table
 // above).  Checks run in this order and the first failure is returned: size;
-// one iterative walk for nesting depth and UTF-8; bson_validate for
-// structure; top-level field names and _id.
+// one iterative walk for structure, nesting depth and UTF-8 (it refuses all
+// that libbson's bson_validate refuses, and more); top-level field names and
+// _id.
 // OK when `doc` has no _id.
 // Errors: InvalidBSON, BSONObjectTooLarge, Overflow, DollarPrefixedFieldName,
 // InvalidIdField, BadValue.

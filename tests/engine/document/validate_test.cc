@@ -304,6 +304,122 @@ TEST(ValidateForStorageTest, RejectsCorruptNestedBytes) {
   EXPECT_THAT(ValidateBytesForStorage(bytes), StatusIs(ErrorCode::kInvalidBSON));
 }
 
+// The one walk (WalkFields) replaced libbson's bson_validate on the write
+// path: whatever bson_validate_with_error(UTF8 | UTF8_ALLOW_NULL) refuses,
+// ValidateForStorage and ValidateIncoming must refuse too.  Documents with
+// every BSON type, ASCII and multi-byte strings, corrupted at random bytes
+// (the length header and terminator kept, so libbson reads them at all).
+TEST(ValidateForStorageTest, RefusesAllThatLibbsonsValidateRefuses) {
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
+  auto next = [&rng]() {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  auto fill = [&](bson_t* b, int depth, auto& self) -> void {
+    const int n = 1 + static_cast<int>(next() % 5);
+    for (int i = 0; i < n; ++i) {
+      std::string key = (next() % 4 == 0) ? "k\xc3\xa9" + std::to_string(i) : "k" + std::to_string(i);
+      const int kind = static_cast<int>(next() % 21);
+      switch (kind) {
+        case 0: BSON_APPEND_DOUBLE(b, key.c_str(), 1.5); break;
+        case 1: BSON_APPEND_UTF8(b, key.c_str(), next() % 2 ? "plain ascii text" : "caf\xc3\xa9 \xe2\x82\xac"); break;
+        case 2:
+        case 3:
+          if (depth < 4) {
+            bson_t child;
+            if (kind == 2) {
+              BSON_APPEND_DOCUMENT_BEGIN(b, key.c_str(), &child);
+            } else {
+              BSON_APPEND_ARRAY_BEGIN(b, key.c_str(), &child);
+            }
+            self(&child, depth + 1, self);
+            if (kind == 2) {
+              bson_append_document_end(b, &child);
+            } else {
+              bson_append_array_end(b, &child);
+            }
+          } else {
+            BSON_APPEND_INT32(b, key.c_str(), 7);
+          }
+          break;
+        case 4: {
+          const uint8_t bin[] = {1, 2, 3, 0x80, 0xFF};
+          bson_append_binary(b, key.c_str(), -1, next() % 2 ? BSON_SUBTYPE_BINARY : BSON_SUBTYPE_UUID, bin,
+                             sizeof bin);
+          break;
+        }
+        case 5: BSON_APPEND_UNDEFINED(b, key.c_str()); break;
+        case 6: {
+          bson_oid_t oid;
+          bson_oid_init_from_string(&oid, "0123456789abcdef01234567");
+          BSON_APPEND_OID(b, key.c_str(), &oid);
+          break;
+        }
+        case 7: BSON_APPEND_BOOL(b, key.c_str(), next() % 2 == 0); break;
+        case 8: BSON_APPEND_DATE_TIME(b, key.c_str(), 1700000000000); break;
+        case 9: BSON_APPEND_NULL(b, key.c_str()); break;
+        case 10: BSON_APPEND_REGEX(b, key.c_str(), "^a.c\xc3\xa9", "im"); break;
+        case 11: {
+          bson_oid_t oid;
+          bson_oid_init_from_string(&oid, "0123456789abcdef01234567");
+          BSON_APPEND_DBPOINTER(b, key.c_str(), "db.coll", &oid);
+          break;
+        }
+        case 12: BSON_APPEND_CODE(b, key.c_str(), "function() { return 1; }"); break;
+        case 13: BSON_APPEND_SYMBOL(b, key.c_str(), "sym"); break;
+        case 14: {
+          bson_t* scope = bson_new();
+          BSON_APPEND_INT32(scope, "x", 1);
+          BSON_APPEND_UTF8(scope, "y", "\xe2\x82\xac");
+          BSON_APPEND_CODE_WITH_SCOPE(b, key.c_str(), "return x;", scope);
+          bson_destroy(scope);
+          break;
+        }
+        case 15: BSON_APPEND_INT32(b, key.c_str(), -5); break;
+        case 16: BSON_APPEND_TIMESTAMP(b, key.c_str(), 12, 34); break;
+        case 17: BSON_APPEND_INT64(b, key.c_str(), 1234567890123); break;
+        case 18: {
+          bson_decimal128_t dec;
+          bson_decimal128_from_string("1.25", &dec);
+          BSON_APPEND_DECIMAL128(b, key.c_str(), &dec);
+          break;
+        }
+        case 19: BSON_APPEND_MAXKEY(b, key.c_str()); break;
+        default: BSON_APPEND_MINKEY(b, key.c_str()); break;
+      }
+    }
+  };
+  const uint8_t interesting[] = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x7F, 0x80, 0xC0, 0xC3, 0xE2, 0xED, 0xF0, 0xF8, 0xFF};
+  int refused_by_libbson = 0;
+  for (int round = 0; round < 20000; ++round) {
+    bson_t* b = bson_new();
+    fill(b, 0, fill);
+    std::vector<uint8_t> bytes = Bytes(b);
+    bson_destroy(b);
+    const int flips = 1 + static_cast<int>(next() % 3);
+    for (int f = 0; f < flips && bytes.size() > 5; ++f) {
+      const size_t at = 4 + next() % (bytes.size() - 5);  // not the header, not the terminator
+      bytes[at] = next() % 2 ? interesting[next() % sizeof interesting] : static_cast<uint8_t>(next());
+    }
+    bson_t doc;
+    ASSERT_TRUE(bson_init_static(&doc, bytes.data(), bytes.size()));
+    bson_error_t error;
+    const bool libbson_ok = bson_validate_with_error(
+        &doc, static_cast<bson_validate_flags_t>(BSON_VALIDATE_UTF8 | BSON_VALIDATE_UTF8_ALLOW_NULL), &error);
+    if (libbson_ok) continue;
+    ++refused_by_libbson;
+    Status storage = ValidateForStorage(&doc);
+    Status incoming = Incoming(bytes);
+    ASSERT_FALSE(storage.ok())
+        << "round " << round << ": bson_validate refused (" << error.message << ") what ValidateForStorage accepts";
+    ASSERT_FALSE(incoming.ok())
+        << "round " << round << ": bson_validate refused (" << error.message << ") what ValidateIncoming accepts";
+  }
+  EXPECT_GT(refused_by_libbson, 1000);  // the corruption does reach libbson's checks
+}
+
 // ---------------------------------------------------------------------------
 // ValidateIncoming
 

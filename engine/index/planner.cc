@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 
 #include "engine/document/bson_compare.h"
 #include "engine/index/index_keys.h"
@@ -37,24 +36,61 @@ struct VRange {
 };
 using RangeSet = std::vector<VRange>;  // ascending by lo, disjoint
 
+// The operators that give bounds; kOther gives none.
+enum class Op { kEq, kIn, kGt, kGte, kLt, kLte, kExists, kOther };
+
+Op OpFromName(const char* name) {
+  if (std::strcmp(name, "$eq") == 0) return Op::kEq;
+  if (std::strcmp(name, "$in") == 0) return Op::kIn;
+  if (std::strcmp(name, "$gt") == 0) return Op::kGt;
+  if (std::strcmp(name, "$gte") == 0) return Op::kGte;
+  if (std::strcmp(name, "$lt") == 0) return Op::kLt;
+  if (std::strcmp(name, "$lte") == 0) return Op::kLte;
+  if (std::strcmp(name, "$exists") == 0) return Op::kExists;
+  return Op::kOther;
+}
+
 // One predicate: an operator and its argument (borrowed from the filter).
 struct Clause {
-  std::string op;  // "$eq", "$gt", ..., or another operator (no bounds)
+  Op op;
   bson_value_t value;
 };
 
-// A top-level element of a filter (borrowed).  Not a bson_iter_t: its
-// 128-byte alignment is lost in a std::vector.
+// A top-level element of a filter (borrowed: the filter outlives planning).
+// Not a bson_iter_t: its 128-byte alignment is lost in a std::vector.
 struct Element {
-  std::string key;
+  const char* key;
   bson_value_t value;
+};
+
+struct PathClauses {
+  const char* path;  // borrowed from the filter
+  std::vector<Clause> clauses;
 };
 
 struct Predicates {
-  std::map<std::string, std::vector<Clause>> by_path;
-  std::vector<Element> elements;  // top-level elements (through $and)
-  bson_value_t or_array;          // the top-level $or, when exactly one
+  std::vector<PathClauses> paths;  // in the filter's order; a filter names few
+  std::vector<Element> elements;   // top-level elements (through $and)
+  bson_value_t or_array;           // the top-level $or, when exactly one
   int or_count = 0;
+  // Only paths at the top level (no $and, $or, $expr, ...), every element
+  // read to its end: an index whose bounds answer each path exactly
+  // answers the whole filter.
+  bool only_paths = true;
+
+  const std::vector<Clause>* Find(const std::string& path) const {
+    for (const PathClauses& p : paths) {
+      if (path == p.path) return &p.clauses;
+    }
+    return nullptr;
+  }
+  std::vector<Clause>& Get(const char* path) {
+    for (PathClauses& p : paths) {
+      if (std::strcmp(path, p.path) == 0) return p.clauses;
+    }
+    paths.push_back(PathClauses{path, {}});
+    return paths.back().clauses;
+  }
 };
 
 // After every key equal to the value whose component is `c`: every byte that
@@ -100,13 +136,16 @@ const char* TypeEndText(uint8_t type_byte) {
 }
 
 // `texts`: also fill lo_text/hi_text (only explain shows them: formatting a
-// value costs more than the rest of planning an equality).
-VRange Point(const bson_value_t& v, bool texts) {
+// value costs more than the rest of planning an equality).  `desc`: also
+// fill desc_lo/desc_hi (only a descending index field reads them).
+VRange Point(const bson_value_t& v, bool texts, bool desc) {
   VRange r;
   r.lo = Encoded(v);
   r.hi = After(r.lo);
-  r.desc_lo = EncodedDescending(v);
-  r.desc_hi = After(r.desc_lo);
+  if (desc) {
+    r.desc_lo = EncodedDescending(v);
+    r.desc_hi = After(r.desc_lo);
+  }
   r.point = true;
   if (texts) {
     std::string t = ValueText(v);
@@ -145,19 +184,46 @@ bool Unboundable(const bson_value_t& v) {
          v.value_type == BSON_TYPE_MINKEY || v.value_type == BSON_TYPE_MAXKEY;
 }
 
+// Scalar types whose keys are equal exactly when the matcher finds the
+// values equal (CompareValues), and order as it orders them: bounds built
+// from them may stand in for the matcher.  Others (documents, binary,
+// code, ...) would too, by the key format's design, but no query relies on
+// it and the matcher checks them.
+bool ExactType(const bson_value_t& v) {
+  switch (v.value_type) {
+    case BSON_TYPE_DOUBLE:
+    case BSON_TYPE_INT32:
+    case BSON_TYPE_INT64:
+    case BSON_TYPE_DECIMAL128:
+    case BSON_TYPE_UTF8:
+    case BSON_TYPE_OID:
+    case BSON_TYPE_BOOL:
+    case BSON_TYPE_DATE_TIME:
+    case BSON_TYPE_TIMESTAMP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool IsNaNKey(const std::string& e) {
+  return e.size() >= 2 && static_cast<uint8_t>(e[0]) == keys::kTypeNumber &&
+         static_cast<uint8_t>(e[1]) == keys::kNumNaN;
+}
+
 // The values a clause may match, or nullopt when it gives no bounds.
-// `exact` is set when the set is exactly the clause's matches (per value).
-// `texts` as for Point().
-std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts) {
+// `exact` is set when the set is exactly the clause's matches (per value)
+// and the value is of an ExactType.  `texts` as for Point(); `desc` too.
+std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts, bool desc) {
   if (exact) *exact = false;
   const bson_value_t& v = c.value;
-  if (c.op == "$eq") {
+  if (c.op == Op::kEq) {
     if (Unboundable(v)) return std::nullopt;
     if (v.value_type == BSON_TYPE_NULL) return RangeSet{NullRange()};
-    if (exact) *exact = v.value_type != BSON_TYPE_UNDEFINED;
-    return RangeSet{Point(v, texts)};
+    if (exact) *exact = ExactType(v);
+    return RangeSet{Point(v, texts, desc)};
   }
-  if (c.op == "$in") {
+  if (c.op == Op::kIn) {
     if (v.value_type != BSON_TYPE_ARRAY) return std::nullopt;
     bson_t arr;
     if (!bson_init_static(&arr, v.value.v_doc.data, v.value.v_doc.data_len)) return std::nullopt;
@@ -172,7 +238,8 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts) {
         out.push_back(NullRange());
         all_exact = false;
       } else {
-        out.push_back(Point(*e, texts));
+        out.push_back(Point(*e, texts, desc));
+        all_exact = all_exact && ExactType(*e);
       }
     }
     std::sort(out.begin(), out.end(), [](const VRange& a, const VRange& b) { return a.lo < b.lo; });
@@ -192,36 +259,50 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts) {
     if (exact) *exact = all_exact;
     return merged;  // an empty $in matches nothing: no ranges
   }
-  if (c.op == "$gt" || c.op == "$gte" || c.op == "$lt" || c.op == "$lte") {
+  if (c.op == Op::kGt || c.op == Op::kGte || c.op == Op::kLt || c.op == Op::kLte) {
     if (Unboundable(v) || v.value_type == BSON_TYPE_NULL || v.value_type == BSON_TYPE_UNDEFINED) {
       return std::nullopt;
     }
-    std::string e = Encoded(v), d = EncodedDescending(v);
+    const bool gt = c.op == Op::kGt, lt = c.op == Op::kLt;
+    std::string e = Encoded(v), d = desc ? EncodedDescending(v) : std::string();
     uint8_t type_byte = static_cast<uint8_t>(e[0]);
+    const bool nan = IsNaNKey(e);
     // The type's start and end (MongoDB's type bracketing); a descending
-    // component of the type starts with ~type_byte.
-    const std::string type_start(1, static_cast<char>(type_byte));
+    // component of the type starts with ~type_byte.  NaN, the lowest
+    // number, is below every number but equal to none: the numbers below
+    // a number start at -Infinity (MongoDB's [-inf.0, v) too).
+    std::string type_start(1, static_cast<char>(type_byte));
+    std::string desc_type_start(1, static_cast<char>(static_cast<uint8_t>(~type_byte) + 1));
+    if (type_byte == keys::kTypeNumber && !nan) {
+      type_start.push_back(static_cast<char>(keys::kNumNegInf));
+      desc_type_start.assign(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
+      desc_type_start.push_back(static_cast<char>(static_cast<uint8_t>(~keys::kNumNaN)));
+    }
     const std::string type_end(1, static_cast<char>(type_byte + 1));
-    const std::string desc_type_start(1, static_cast<char>(static_cast<uint8_t>(~type_byte) + 1));
     const std::string desc_type_end(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
     std::string t = texts ? ValueText(v) : std::string();
     VRange r;
-    if (c.op == "$gt" || c.op == "$gte") {
-      r.lo = c.op == "$gt" ? After(e) : e;
-      r.desc_hi = c.op == "$gt" ? d : After(d);
+    if (gt || c.op == Op::kGte) {
+      r.lo = gt ? After(e) : e;
       r.hi = type_end;
-      r.desc_lo = desc_type_end;
-      r.lo_text = (c.op == "$gt" ? "(" : "[") + t;
+      if (desc) {
+        r.desc_hi = gt ? d : After(d);
+        r.desc_lo = desc_type_end;
+      }
+      r.lo_text = (gt ? "(" : "[") + t;
       r.hi_text = std::string(TypeEndText(type_byte)) + "]";
     } else {
       r.lo = type_start;
-      r.desc_hi = desc_type_start;
-      r.hi = c.op == "$lt" ? e : After(e);
-      r.desc_lo = c.op == "$lt" ? After(d) : d;
+      r.hi = lt ? e : After(e);
+      if (desc) {
+        r.desc_hi = desc_type_start;
+        r.desc_lo = lt ? After(d) : d;
+      }
       r.lo_text = std::string("[") + TypeStartText(type_byte);
-      r.hi_text = t + (c.op == "$lt" ? ")" : "]");
+      r.hi_text = t + (lt ? ")" : "]");
     }
-    if (exact) *exact = true;
+    // A NaN bound matches NaN alone ($gte, $lte) or nothing: the matcher decides.
+    if (exact) *exact = ExactType(v) && !nan;
     return RangeSet{r};
   }
   return std::nullopt;
@@ -277,23 +358,30 @@ bool MayHoldNull(const RangeSet& set) { return !Intersect(set, RangeSet{NullRang
 void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int depth);
 
 // Calls fn(key, value) for each element of an embedded document or array.
+// False when the bytes end before the document does (malformed).
 template <typename Fn>
-void ForEachElement(const bson_value_t& v, Fn&& fn) {
-  if (v.value_type != BSON_TYPE_DOCUMENT && v.value_type != BSON_TYPE_ARRAY) return;
+bool ForEachElement(const bson_value_t& v, Fn&& fn) {
+  if (v.value_type != BSON_TYPE_DOCUMENT && v.value_type != BSON_TYPE_ARRAY) return false;
   bson_t sub;
-  if (!bson_init_static(&sub, v.value.v_doc.data, v.value.v_doc.data_len)) return;
+  if (!bson_init_static(&sub, v.value.v_doc.data, v.value.v_doc.data_len)) return false;
   bson_iter_t it;
-  if (!bson_iter_init(&it, &sub)) return;
+  if (!bson_iter_init(&it, &sub)) return false;
   while (bson_iter_next(&it)) fn(bson_iter_key(&it), *bson_iter_value(&it));
+  return it.err_off == 0;
 }
 
 void AddDocument(const bson_t* doc, Predicates* out, int depth) {
   bson_iter_t it;
-  if (!bson_iter_init(&it, doc)) return;
+  if (!bson_iter_init(&it, doc)) {
+    out->only_paths = false;
+    return;
+  }
   while (bson_iter_next(&it)) AddClauses(bson_iter_key(&it), *bson_iter_value(&it), out, depth);
+  if (it.err_off != 0) out->only_paths = false;
 }
 
 void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int depth) {
+  if (key[0] == '$') out->only_paths = false;
   if (std::strcmp(key, "$and") == 0) {
     if (depth > 20 || value.value_type != BSON_TYPE_ARRAY) return;
     ForEachElement(value, [&](const char*, const bson_value_t& branch) {
@@ -311,34 +399,34 @@ void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int
     return;
   }
   if (key[0] == '$') return;  // $nor, $expr, $where, ...: no bounds
-  std::vector<Clause>& clauses = out->by_path[key];
+  std::vector<Clause>& clauses = out->Get(key);
   if (value.value_type == BSON_TYPE_DOCUMENT) {
     bool operators = false, first = true;
-    ForEachElement(value, [&](const char* k, const bson_value_t&) {
-      if (first) operators = k[0] == '$';
-      first = false;
-    });
+    if (!ForEachElement(value, [&](const char* k, const bson_value_t&) {
+          if (first) operators = k[0] == '$';
+          first = false;
+        })) {
+      out->only_paths = false;
+    }
     if (operators) {
-      ForEachElement(value, [&](const char* k, const bson_value_t& v) {
-        Clause c;
-        c.op = k;
-        c.value = v;
-        clauses.push_back(c);
-      });
+      ForEachElement(value, [&](const char* k, const bson_value_t& v) { clauses.push_back(Clause{OpFromName(k), v}); });
       return;
     }
   }
-  Clause c;
-  c.op = "$eq";
-  c.value = value;
-  clauses.push_back(c);
+  clauses.push_back(Clause{Op::kEq, value});
 }
 
-// The bounds of a path from its clauses; nullopt when unbounded.
-std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool multikey, bool texts) {
+// The bounds of a path from its clauses; nullopt when unbounded.  `exact`
+// (may be null): set when the bounds hold exactly the values every clause
+// matches (each clause is exact and gives bounds, and all are intersected).
+std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool multikey, bool texts, bool desc,
+                                   bool* exact) {
   std::optional<RangeSet> set;
+  bool all_exact = !multikey;  // multikey: the first bounds alone (an array may match the others apart)
   for (const Clause& c : clauses) {
-    std::optional<RangeSet> r = ClauseRanges(c, nullptr, texts);
+    bool clause_exact = false;
+    std::optional<RangeSet> r = ClauseRanges(c, &clause_exact, texts, desc);
+    all_exact = all_exact && clause_exact;
     if (!r) continue;
     if (!set) {
       set = std::move(r);
@@ -347,11 +435,13 @@ std::optional<RangeSet> PathRanges(const std::vector<Clause>& clauses, bool mult
       set = Intersect(*set, *r);
     }
   }
+  if (exact != nullptr) *exact = all_exact && set.has_value();
   return set;
 }
 
 bool SameElement(const Element& a, const Element& b) {
-  return a.key == b.key && a.value.value_type == b.value.value_type && CompareValues(a.value, b.value) == 0;
+  return std::strcmp(a.key, b.key) == 0 && a.value.value_type == b.value.value_type &&
+         CompareValues(a.value, b.value) == 0;
 }
 
 // True when every document the filter matches satisfies the partial filter.
@@ -367,31 +457,31 @@ bool Implies(const Predicates& filter, const bson_t* partial) {
       }
     }
     if (found) continue;
-    const char* key = pe.key.c_str();
+    const char* key = pe.key;
     if (key[0] == '$') return false;  // a $or not in the filter as such
     // Each clause of the element must follow from one clause of the filter.
     std::vector<Clause> partial_clauses;
     {
       Predicates one;
-      AddClauses(pe.key.c_str(), pe.value, &one, 0);
-      partial_clauses = one.by_path[key];
+      AddClauses(pe.key, pe.value, &one, 0);
+      partial_clauses = one.Get(key);
     }
-    auto fit = filter.by_path.find(key);
-    if (fit == filter.by_path.end()) return false;
+    const std::vector<Clause>* filter_clauses = filter.Find(key);
+    if (filter_clauses == nullptr) return false;
     for (const Clause& pc : partial_clauses) {
       bool implied = false;
-      if (pc.op == "$exists") {
+      if (pc.op == Op::kExists) {
         // $exists: true holds when a filter clause excludes missing (null) values.
-        for (const Clause& fc : fit->second) {
-          std::optional<RangeSet> fr = ClauseRanges(fc, nullptr, false);
+        for (const Clause& fc : *filter_clauses) {
+          std::optional<RangeSet> fr = ClauseRanges(fc, nullptr, false, false);
           if (fr && !MayHoldNull(*fr)) implied = true;
         }
       } else {
         bool exact = false;
-        std::optional<RangeSet> pr = ClauseRanges(pc, &exact, false);
+        std::optional<RangeSet> pr = ClauseRanges(pc, &exact, false, false);
         if (pr && exact) {
-          for (const Clause& fc : fit->second) {
-            std::optional<RangeSet> fr = ClauseRanges(fc, nullptr, false);
+          for (const Clause& fc : *filter_clauses) {
+            std::optional<RangeSet> fr = ClauseRanges(fc, nullptr, false, false);
             if (fr && Contains(*pr, *fr)) implied = true;
           }
         }
@@ -423,11 +513,16 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
                     const IndexSpec& index, bool explain) {
   IndexScan scan;
   scan.index = &index;
-  const std::string prefix = IndexPrefix(collection_id, index.id);
   std::vector<std::optional<RangeSet>> sets;
+  std::vector<bool> exact_sets;
+  sets.reserve(index.fields.size());
+  exact_sets.reserve(index.fields.size());
   for (const IndexField& f : index.fields) {
-    auto it = preds.by_path.find(f.path);
-    sets.push_back(it == preds.by_path.end() ? std::nullopt : PathRanges(it->second, index.multikey, explain));
+    const std::vector<Clause>* clauses = preds.Find(f.path);
+    bool exact = false;
+    sets.push_back(clauses == nullptr ? std::nullopt
+                                      : PathRanges(*clauses, index.multikey, explain, f.descending, &exact));
+    exact_sets.push_back(exact);
   }
   for (const auto& set : sets) {
     if (set) ++scan.bounded_fields;
@@ -448,13 +543,15 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
     scan.bounds = Document::Adopt(bounds);
   }
 
-  std::vector<std::string> prefixes{prefix};
+  std::vector<std::string> prefixes{IndexPrefix(collection_id, index.id)};
   std::vector<KeyRange> ranges;
   bool ranged = false;
   size_t single_points = 0;  // leading fields bounded to one point
+  size_t applied = 0;        // leading fields whose bounds the key ranges hold
   bool counting_points = true;
   for (size_t i = 0; i < index.fields.size() && !ranged; ++i) {
     if (!sets[i]) break;
+    applied = i + 1;
     const RangeSet& set = *sets[i];
     const bool desc = index.fields[i].descending;
     bool all_points = std::all_of(set.begin(), set.end(), [](const VRange& r) { return r.point; });
@@ -464,7 +561,12 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
       } else {
         counting_points = false;
       }
+      if (set.size() == 1) {  // one point: extend every prefix in place
+        for (std::string& p : prefixes) p += desc ? set[0].desc_lo : set[0].lo;
+        continue;
+      }
       std::vector<std::string> next;
+      next.reserve(prefixes.size() * set.size());
       for (const std::string& p : prefixes) {
         for (const VRange& r : set) next.push_back(p + (desc ? r.desc_lo : r.lo));
       }
@@ -492,11 +594,27 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
   if (!ranged) {
     // Every key whose leading components are these points: [p, p + 0xFF)
     // (a decimal just above the last point starts with p + 0xFF).
-    for (const std::string& p : prefixes) ranges.push_back(KeyRange{p, After(p)});
+    ranges.reserve(prefixes.size());
+    for (std::string& p : prefixes) {
+      std::string end = After(p);
+      ranges.push_back(KeyRange{std::move(p), std::move(end)});
+    }
     // Points on every field of a unique index: each prefix is a whole key.
     scan.point_keys = index.unique && std::all_of(sets.begin(), sets.end(), [](const std::optional<RangeSet>& set) {
       return set && std::all_of(set->begin(), set->end(), [](const VRange& r) { return r.point; });
     });
+  }
+  // Exact: every path of the filter is an index field whose bounds the
+  // ranges hold, each exactly its clauses' matches; then every entry in
+  // range names a matching document and none is missed.
+  scan.exact = preds.only_paths && !index.multikey && !preds.paths.empty();
+  for (const PathClauses& p : preds.paths) {
+    if (!scan.exact) break;
+    bool found = false;
+    for (size_t i = 0; i < applied; ++i) {
+      if (index.fields[i].path == p.path) found = exact_sets[i];
+    }
+    scan.exact = found;
   }
   std::sort(ranges.begin(), ranges.end(), [](const KeyRange& a, const KeyRange& b) { return a.start < b.start; });
   for (KeyRange& r : ranges) {
@@ -543,9 +661,9 @@ bool Usable(const IndexScan& scan, const Predicates& preds) {
   if (index.sparse) {
     bool excludes_missing = false;
     for (const IndexField& f : index.fields) {
-      auto it = preds.by_path.find(f.path);
-      if (it == preds.by_path.end()) continue;
-      std::optional<RangeSet> set = PathRanges(it->second, false, false);
+      const std::vector<Clause>* clauses = preds.Find(f.path);
+      if (clauses == nullptr) continue;
+      std::optional<RangeSet> set = PathRanges(*clauses, false, false, false, nullptr);
       if (set && !MayHoldNull(*set)) excludes_missing = true;
     }
     if (!excludes_missing) return false;
@@ -561,7 +679,7 @@ std::vector<IndexScan> Candidates(uint32_t collection_id, const Predicates& pred
     if (!index->ready) continue;
     // Cheap pre-check: with no bound on the first field, only the sort can
     // make an index worth scanning.
-    if (sort.empty() && preds.by_path.find(index->fields[0].path) == preds.by_path.end()) continue;
+    if (sort.empty() && preds.Find(index->fields[0].path) == nullptr) continue;
     IndexScan scan = BuildScan(collection_id, preds, sort, *index, explain);
     if (!scan.leading_bounded && !scan.provides_sort) continue;
     // A sort-only scan must cover every document: every one has a key.
@@ -572,6 +690,44 @@ std::vector<IndexScan> Candidates(uint32_t collection_id, const Predicates& pred
 }
 
 }  // namespace
+
+bool PlainFilter(const bson_t* filter) {
+  bson_iter_t it;
+  if (filter == nullptr || !bson_iter_init(&it, filter)) return false;
+  while (bson_iter_next(&it)) {
+    const char* path = bson_iter_key(&it);
+    if (path[0] == '$' || path[0] == '\0') return false;
+    size_t dots = 0;
+    for (const char* c = path; *c != '\0'; ++c) dots += *c == '.';
+    if (dots >= 100) return false;
+    const bson_value_t& v = *bson_iter_value(&it);
+    if (v.value_type != BSON_TYPE_DOCUMENT) {
+      if (!ExactType(v)) return false;
+      continue;
+    }
+    bool plain = true;
+    bool whole = ForEachElement(v, [&](const char* k, const bson_value_t& arg) {
+      const Op op = OpFromName(k);
+      if (op == Op::kIn) {
+        if (arg.value_type != BSON_TYPE_ARRAY) {
+          plain = false;
+          return;
+        }
+        bool array_whole = ForEachElement(arg, [&](const char*, const bson_value_t& e) {
+          if (!ExactType(e)) plain = false;
+        });
+        plain = plain && array_whole;
+      } else if (op == Op::kEq || op == Op::kGt || op == Op::kGte || op == Op::kLt || op == Op::kLte) {
+        if (!ExactType(arg)) plain = false;
+      } else {
+        plain = false;
+      }
+    });
+    // {} or a document without operators is an equality to a document.
+    if (!whole || !plain || v.value.v_doc.data_len <= 5) return false;
+  }
+  return it.err_off == 0;
+}
 
 StatusOr<Hint> ParseHint(const bson_value_t& v) {
   Hint hint;
@@ -636,8 +792,8 @@ PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bso
       Predicates bp;
       ForEachElement(branch_value, [&](const char* k, const bson_value_t& v) { AddClauses(k, v, &bp, 0); });
       for (const Element& e : preds.elements) {
-        if (e.key == "$or") continue;
-        AddClauses(e.key.c_str(), e.value, &bp, 0);
+        if (std::strcmp(e.key, "$or") == 0) continue;
+        AddClauses(e.key, e.value, &bp, 0);
       }
       std::vector<IndexScan> scans = Candidates(collection_id, bp, {}, indexes, explain);
       if (scans.empty()) {  // one branch needs a collection scan: so does the $or

@@ -16,7 +16,9 @@
 //   {a: v} and {a: {$eq: v}}  the point v (v not an array or regex)
 //   {a: null}                 [undefined, null]  (missing fields index as null)
 //   $gt/$gte/$lt/$lte v       up to or from v, within v's type (MongoDB's
-//                             type bracketing); MinKey/MaxKey give no bounds
+//                             type bracketing; numbers below v start at
+//                             -Infinity: NaN is below them and matches no
+//                             bound but NaN); MinKey/MaxKey give no bounds
 //   $in [v, ...]              the union of the points (no bounds if any element
 //                             is an array or a regex)
 // Several predicates on one path intersect, unless the index is multikey (an
@@ -68,6 +70,13 @@ struct IndexScan {
   // Every range is one whole key of a unique index ([k, k + 0xFF)): a point
   // read of k finds its one entry, no iterator needed.
   bool point_keys = false;
+  // The ranges hold exactly the filter's matches: the filter names only
+  // paths (no $and, $or, $expr, ...), each an index field that the ranges
+  // bound, by $eq, $in, $gt, $gte, $lt and $lte of numbers, strings,
+  // ObjectIds, booleans, dates and timestamps (NaN only as an equality),
+  // and the index is not multikey.  Every entry in range names a matching
+  // document: the documents need no matcher.
+  bool exact = false;
   Document bounds;               // explain's indexBounds: {field: ["[1, 1]", ...]}; only when asked
 };
 
@@ -100,6 +109,14 @@ PlanCandidates PlanQuery(uint32_t collection_id, const bson_t* filter, const bso
 // be, otherwise the whole index.
 IndexScan ScanForIndex(uint32_t collection_id, const bson_t* filter, const bson_t* sort, const IndexSpec& index,
                        bool explain = false);
+
+// True when `filter` names only top-level paths (not '$'-prefixed, at most
+// 100 components), each equal to a value, or a document of $eq, $gt, $gte,
+// $lt, $lte with a value and $in with an array of values, where every value
+// is of a type IndexScan::exact allows, and its bytes are well formed.  The
+// matcher parses such a filter without error, and an exact index scan may
+// answer it alone: a reader may plan before it parses the filter.
+bool PlainFilter(const bson_t* filter);
 
 // The index a hint names; null (with BadValue) when none does.
 StatusOr<const IndexSpec*> ResolveHint(const Hint& hint, const std::vector<const IndexSpec*>& indexes);

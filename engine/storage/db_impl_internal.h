@@ -62,6 +62,9 @@ class DBImpl::PlanExecutor {
   // The next candidate: true with *key (the document's key) and *rec valid
   // until the next call; false at the end.
   virtual StatusOr<bool> Next(std::string_view* key, RecordView* rec) = 0;
+  // Every document it yields matches the whole filter (an exact index
+  // scan, index::IndexScan::exact): the caller need not match them again.
+  virtual bool exact() const { return false; }
 };
 
 struct DBImpl::PlanStats {

@@ -14,8 +14,9 @@
 // its branches' best counts.  An index plan is chosen whenever one exists.
 // A hint forces an index ({$natural: 1} a collection scan).
 //
-// Every fetched document is matched against the whole filter: index bounds
-// only narrow the search.  Outside a transaction an index plan reads one
+// Every fetched document is matched against the whole filter, except when
+// the one index scan is exact (index::IndexScan::exact: its bounds are the
+// filter); otherwise bounds only narrow the search.  Outside a transaction an index plan reads one
 // RocksDB snapshot for its keys and documents; inside one it reads through
 // the transaction (its snapshot and its own writes).
 #include <algorithm>
@@ -163,7 +164,7 @@ class DocFetcher {
   }
 
  private:
-  static constexpr int kRunToIterate = 4;  // ascending keys before iterating
+  static constexpr int kRunToIterate = 2;  // ascending keys before iterating
   static constexpr int kMaxSteps = 2;      // entries stepped over per key
   static constexpr int kMaxMisses = 3;     // consecutive misses before point reads again
 
@@ -266,7 +267,7 @@ class IndexExecutor : public DBImpl::PlanExecutor {
   IndexExecutor(rocksdb::TransactionDB* db, Txn* txn, rocksdb::ColumnFamilyHandle* docs_cf,
                 rocksdb::ColumnFamilyHandle* index_cf, rocksdb::ReadOptions ro,
                 std::unique_ptr<ScopedSnapshot> snapshot, std::shared_ptr<const IndexCatalog> catalog,
-                std::vector<index::IndexScan> scans, uint32_t collection_id, DBImpl::PlanStats* st)
+                std::vector<index::IndexScan> scans, bool exact, uint32_t collection_id, DBImpl::PlanStats* st)
       : db_(db),
         txn_(txn),
         index_cf_(index_cf),
@@ -276,6 +277,7 @@ class IndexExecutor : public DBImpl::PlanExecutor {
         scans_(std::move(scans)),
         coll_prefix_(keys::CollectionPrefix(collection_id)),
         dedupe_(scans_.size() > 1 || scans_[0].index->multikey),
+        exact_(exact),
         fetcher_(db, txn, docs_cf, ro_),
         st_(st != nullptr ? st : &own_stats_) {}
 
@@ -298,6 +300,8 @@ class IndexExecutor : public DBImpl::PlanExecutor {
       return true;
     }
   }
+
+  bool exact() const override { return exact_; }
 
  private:
   // The next index entry's value (the document's _id encoding), in scan order.
@@ -369,6 +373,7 @@ class IndexExecutor : public DBImpl::PlanExecutor {
   std::vector<index::IndexScan> scans_;
   const std::string coll_prefix_;
   const bool dedupe_;
+  const bool exact_;
   DocFetcher fetcher_;
   DBImpl::PlanStats own_stats_;
   DBImpl::PlanStats* st_;
@@ -399,6 +404,7 @@ StatusOr<std::unique_ptr<DBImpl::PlanExecutor>> DBImpl::OpenPlan(const Collectio
 
   std::shared_ptr<const IndexCatalog> cat = coll.indexes();
   std::vector<const index::IndexSpec*> specs;
+  specs.reserve(cat->entries.size());
   for (const auto& e : cat->entries) {
     if (e->spec.ready) specs.push_back(&e->spec);
   }
@@ -490,10 +496,15 @@ StatusOr<std::unique_ptr<DBImpl::PlanExecutor>> DBImpl::OpenPlan(const Collectio
       chosen.push_back(std::move(cands.single[best]));
     }
   }
-  if (stats) stats->plan = is_or ? OrStage(filter, chosen) : FetchStage(filter, IxscanStage(chosen[0]).bson());
+  const bool exact = !is_or && chosen[0].exact;
+  if (stats) {
+    // As MongoDB's: a FETCH over exact bounds shows no filter (none is applied).
+    bson_t none = BSON_INITIALIZER;
+    stats->plan = is_or ? OrStage(filter, chosen) : FetchStage(exact ? &none : filter, IxscanStage(chosen[0]).bson());
+  }
   if (sorted && !is_or) *sorted = chosen[0].provides_sort;
   return std::unique_ptr<PlanExecutor>(std::make_unique<IndexExecutor>(
-      db_, txn, docs_cf_, index_cf_, ro, std::move(snap), std::move(cat), std::move(chosen), coll.info.id, st));
+      db_, txn, docs_cf_, index_cf_, ro, std::move(snap), std::move(cat), std::move(chosen), exact, coll.info.id, st));
 }
 
 Status DBImpl::ForEachCandidate(const Collection& coll, const bson_t* filter, const bson_t* sort,

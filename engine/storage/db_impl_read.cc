@@ -105,8 +105,13 @@ class DBImpl::FindSource : public CursorSource {
     RETURN_IF_ERROR(ValidateNamespace(req.ns));
     RETURN_IF_ERROR(CheckSkipLimit(req.skip, req.limit, ErrorCode::kLocation51024));
     if (req.max_time_ms < 0) return Status(ErrorCode::kBadValue, "maxTimeMS must be non-negative");
-    // Null for {_id: v} alone: the point read is the whole match.
-    ASSIGN_OR_RETURN(matcher_, ParseFilter(req.filter.bson()));
+    // A plain filter cannot fail to parse: it is parsed after planning, and
+    // not at all when the plan's index scan is exact.  Any other is parsed
+    // first, so that its errors come before those of the rest.
+    const bool plain = index::PlainFilter(req.filter.bson());
+    if (!plain) {
+      ASSIGN_OR_RETURN(matcher_, ParseFilter(req.filter.bson()));
+    }
     ASSIGN_OR_RETURN(proj_, projection::Projection::Parse(req.projection.bson()));
     if (!req.sort.empty()) {
       ASSIGN_OR_RETURN(sort_, projection::SortSpec::Parse(req.sort.bson()));
@@ -131,6 +136,11 @@ class DBImpl::FindSource : public CursorSource {
     bool sorted = false;
     ASSIGN_OR_RETURN(exec_, db_->OpenPlan(*coll_, req.filter.bson(), sort_ ? req.sort.bson() : nullptr,
                                           hint ? &*hint : nullptr, txn_, stats, &sorted, req.snapshot));
+    // Null for {_id: v} alone (the point read is the whole match) and for
+    // an exact plan.
+    if (plain && !exec_->exact()) {
+      ASSIGN_OR_RETURN(matcher_, ParseFilter(req.filter.bson()));
+    }
     if (sort_ && !sorted) {
       projection::SorterOptions so;
       so.max_memory_bytes = db_->options_.sort_memory_bytes;
@@ -186,10 +196,10 @@ class DBImpl::FindSource : public CursorSource {
     for (;;) {
       if (deadline > 0 && (++ticks_ & 255) == 0 && SteadyNowMs() > deadline) return TimeLimitExceeded();
       Document doc;
-      std::string key;
+      std::string extra;     // the sorter's row: holds the key
+      std::string_view key;  // the document's key, for Lock
       Document versions;
       if (sorter_ != nullptr) {
-        std::string extra;
         ASSIGN_OR_RETURN(bool more, sorter_->Next(&doc, &extra));
         if (!more) {
           Close();
@@ -198,7 +208,7 @@ class DBImpl::FindSource : public CursorSource {
         // extra: u32 key size, key, field versions' BSON (when asked).
         uint32_t n = 0;
         std::memcpy(&n, extra.data(), sizeof n);
-        key.assign(extra, sizeof n, n);
+        key = std::string_view(extra).substr(sizeof n, n);
         if (extra.size() > sizeof n + n) {
           StatusOr<Document> v = Document::FromBytes(reinterpret_cast<const uint8_t*>(extra.data()) + sizeof n + n,
                                                      extra.size() - sizeof n - n);
@@ -221,7 +231,7 @@ class DBImpl::FindSource : public CursorSource {
           continue;
         }
         doc = Document::Copy(&rec.doc);
-        key.assign(k);
+        key = k;
         if (field_versions_ && rec.has_field_versions) versions = Document::Copy(&rec.field_versions);
       }
       if (sorter_ != nullptr && skipped_ < skip_) {
@@ -275,12 +285,12 @@ class DBImpl::FindSource : public CursorSource {
   }
 
   // A locking read takes each returned document into the write set.
-  Status Lock(const std::string& key) {
+  Status Lock(std::string_view key) {
     if (!lock_) return Status::OK();
     std::string ignored;
     rocksdb::ReadOptions ro;
     ro.snapshot = (*txn_)->GetSnapshot();
-    rocksdb::Status s = (*txn_)->GetForUpdate(ro, db_->docs_cf_, key, &ignored);
+    rocksdb::Status s = (*txn_)->GetForUpdate(ro, db_->docs_cf_, rocksdb::Slice(key.data(), key.size()), &ignored);
     if (s.IsNotFound()) return Status::OK();
     return FromRocks(s);
   }

@@ -1,6 +1,7 @@
 // Secondary indexes through the typed C++ API: create (with a progress
 // callback over an existing collection), list, unique refusals, hint,
 // explain, drop; and that the API and the commands see one catalog.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,86 @@ TEST_F(IndexApiTest, CreateListHintExplainDrop) {
   auto after = c.ListIndexes();
   ASSERT_OK(after);
   EXPECT_EQ(after->size(), 1u);
+}
+
+// Bounds that are the whole filter answer it alone (no matcher; explain's
+// FETCH shows no filter, as MongoDB's does), and must return what a
+// collection scan returns: NaN below every number but matching no range,
+// infinities, every numeric type, a descending field, multikey and missing
+// fields.
+TEST_F(IndexApiTest, ExactBoundsAnswerAloneAndAgreeWithACollectionScan) {
+  Collection c = db_->GetCollection("exact");
+  const std::vector<std::string> values = {
+      "-3", "-1", "0", "1", "2", "3", "2.5", "-0.0", "{\"$numberLong\": \"2\"}", "{\"$numberDecimal\": \"1.0\"}",
+      "{\"$numberDouble\": \"NaN\"}", "{\"$numberDecimal\": \"NaN\"}", "{\"$numberDouble\": \"-Infinity\"}",
+      "{\"$numberDouble\": \"Infinity\"}", "\"a\"", "\"b\"", "null", "true", "{\"$date\": {\"$numberLong\": \"5\"}}"};
+  std::vector<Document> docs;
+  for (size_t i = 0; i < values.size() * 3; ++i) {
+    const std::string& v = values[i % values.size()];
+    std::string d = "{\"_id\": " + std::to_string(i) + ", \"s\": \"" + (i % 2 ? "x" : "y") + "\"";
+    if (i % 7 != 3) d += ", \"n\": " + v;  // some documents lack n
+    d += ", \"m\": [" + v + ", 1]}";
+    docs.push_back(Json(d));
+  }
+  ASSERT_OK(c.InsertMany(docs));
+  IndexModel by_n, by_s_n, by_m;
+  by_n.keys = Json(R"({"n": 1})");
+  by_s_n.keys = Json(R"({"s": 1, "n": -1})");
+  by_m.keys = Json(R"({"m": 1})");
+  ASSERT_OK(c.CreateIndexes({by_n, by_s_n, by_m}));
+
+  struct Case {
+    const char* filter;
+    const char* index;
+    bool exact;
+  };
+  const Case cases[] = {
+      {R"({"n": 2})", "n_1", true},
+      {R"({"n": {"$numberDouble": "NaN"}})", "n_1", true},
+      {R"({"n": {"$lt": 2}})", "n_1", true},
+      {R"({"n": {"$lte": 0}})", "n_1", true},
+      {R"({"n": {"$gt": -1}})", "n_1", true},
+      {R"({"n": {"$gte": 1, "$lt": 3}})", "n_1", true},
+      {R"({"n": {"$in": [1, 2.5, "a"]}})", "n_1", true},
+      {R"({"n": {"$lt": "b"}})", "n_1", true},
+      {R"({"n": {"$lte": {"$numberDouble": "NaN"}}})", "n_1", false},
+      {R"({"n": {"$gte": {"$numberDecimal": "NaN"}}})", "n_1", false},
+      {R"({"n": null})", "n_1", false},
+      {R"({"n": {"$in": [1, null]}})", "n_1", false},
+      {R"({"n": 2, "s": "x"})", "n_1", false},
+      {R"({"n": {"$gt": 0, "$ne": 2}})", "n_1", false},
+      {R"({"s": "x", "n": {"$lt": 1}})", "s_1_n_-1", true},
+      {R"({"s": "y", "n": {"$gte": -1, "$lte": 2}})", "s_1_n_-1", true},
+      {R"({"s": {"$in": ["x", "y"]}, "n": 3})", "s_1_n_-1", true},
+      {R"({"n": {"$lt": 1}})", "s_1_n_-1", false},  // s unbounded: n's bounds are not applied
+      {R"({"m": 1})", "m_1", false},                // multikey
+      {R"({"$and": [{"n": 1}]})", "n_1", false},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.filter) + " hint " + k.index);
+    Document filter = Json(k.filter);
+    FindOptions hinted;
+    hinted.hint_name = k.index;
+    FindOptions natural;
+    natural.hint = Json(R"({"$natural": 1})");
+    auto got = c.Find(filter.view(), hinted);
+    auto want = c.Find(filter.view(), natural);
+    ASSERT_OK(got);
+    ASSERT_OK(want);
+    std::vector<int64_t> got_ids, want_ids;
+    for (const Document& d : *got) got_ids.push_back(Num(d.bson(), "_id"));
+    for (const Document& d : *want) want_ids.push_back(Num(d.bson(), "_id"));
+    std::sort(got_ids.begin(), got_ids.end());
+    std::sort(want_ids.begin(), want_ids.end());
+    EXPECT_EQ(got_ids, want_ids);
+    auto ex = c.Explain(filter.view(), hinted, "queryPlanner");
+    ASSERT_OK(ex);
+    EXPECT_EQ(Str(ex->bson(), "queryPlanner.winningPlan.stage"), "FETCH") << ex->ToJson();
+    bson_iter_t it, f;
+    const bool has_filter =
+        bson_iter_init(&it, ex->bson()) && bson_iter_find_descendant(&it, "queryPlanner.winningPlan.filter", &f);
+    EXPECT_EQ(has_filter, !k.exact) << ex->ToJson();
+  }
 }
 
 TEST_F(IndexApiTest, UniqueIndexRefusesAndTheCommandsSeeTheSameCatalog) {

@@ -62,7 +62,10 @@ class Document {
   // Copies and validates raw BSON bytes.  Errors: InvalidBSON.
   static StatusOr<Document> FromBytes(const uint8_t* data, size_t len);
 
-  Document(Document&& other) noexcept : bson_(other.bson_) { other.bson_ = nullptr; }
+  Document(Document&& other) noexcept : bson_(other.bson_), block_(other.block_) {
+    other.bson_ = nullptr;
+    other.block_ = false;
+  }
   Document& operator=(Document&& other) noexcept;
   Document(const Document& other);
   Document& operator=(const Document& other);
@@ -81,8 +84,13 @@ class Document {
   bson_t* Release();
 
  private:
-  explicit Document(bson_t* b) : bson_(b) {}
-  bson_t* bson_;  // owned and freed with bson_destroy, unless it is the shared empty document
+  Document(bson_t* b, bool block) : bson_(b), block_(block) {}
+  // Makes bson_ an ordinary libbson document (one that can grow).
+  void Unblock();
+  bson_t* bson_;  // owned and freed with bson_destroy, unless it is the shared empty document or a block
+  // bson_ is a copy made in one allocation (document.cc's NewBlock): a
+  // read-only bson_t over the bytes that follow it, freed by this class.
+  bool block_;
 };
 
 // True when both documents hold the same bytes.

@@ -324,7 +324,11 @@ TEST(ValidateForStorageTest, RefusesAllThatLibbsonsValidateRefuses) {
       const int kind = static_cast<int>(next() % 21);
       switch (kind) {
         case 0: BSON_APPEND_DOUBLE(b, key.c_str(), 1.5); break;
-        case 1: BSON_APPEND_UTF8(b, key.c_str(), next() % 2 ? "plain ascii text" : "caf\xc3\xa9 \xe2\x82\xac"); break;
+        case 1: {
+          const char* text = next() % 2 ? "plain ascii text" : "caf\xc3\xa9 \xe2\x82\xac";  // the macro reads its argument twice
+          BSON_APPEND_UTF8(b, key.c_str(), text);
+          break;
+        }
         case 2:
         case 3:
           if (depth < 4) {

@@ -7,9 +7,15 @@ namespace gatedb {
 void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, in, field.c_str())) {
-    // The usual insert: every element in one copy, the version after them.
+    // No version yet: every element in one copy, the version after them.
     bson_concat(out, in);
     bson_append_int64(out, field.c_str(), static_cast<int>(field.size()), version);
+    return;
+  }
+  if (BSON_ITER_HOLDS_INT64(&it)) {
+    // An int64 version: the copy's 8 bytes overwritten.
+    bson_concat(out, in);
+    OverwriteVersionField(out, field, version);
     return;
   }
   bool replaced = false;

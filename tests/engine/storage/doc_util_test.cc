@@ -79,6 +79,30 @@ TEST(SetVersionFieldTest, FieldOfAnotherTypeBecomesInt64) {
   }
 }
 
+TEST(SetVersionFieldTest, OnlyTheFirstOfDuplicateFieldsIsSet) {
+  for (const char* first : {R"({"$numberLong": "3"})", "3"}) {  // the int64 path and the element-by-element one
+    bson_t* b = bson_new();
+    BSON_APPEND_INT32(b, "_id", 1);
+    Document v = Json(std::string("{\"v\": ") + first + "}");
+    bson_iter_t it;
+    ASSERT_TRUE(bson_iter_init_find(&it, v.bson(), "v"));
+    bson_append_iter(b, "version", -1, &it);
+    BSON_APPEND_INT64(b, "version", 5);
+    Document out = SetVersion(Document::Adopt(b), "version", 9);
+    EXPECT_EQ(Keys(out.bson()), (std::vector<std::string>{"_id", "version", "version"})) << first;
+    Field f = Get(out.bson(), "version");  // the first
+    EXPECT_EQ(f.type, BSON_TYPE_INT64);
+    EXPECT_EQ(f.i64, 9) << first;
+    bson_iter_t second;
+    ASSERT_TRUE(bson_iter_init(&second, out.bson()));
+    int seen = 0;
+    while (bson_iter_next(&second)) {
+      if (std::string(bson_iter_key(&second)) == "version" && ++seen == 2) EXPECT_EQ(bson_iter_as_int64(&second), 5);
+    }
+    EXPECT_EQ(seen, 2);
+  }
+}
+
 TEST(SetVersionFieldTest, OnlyTheTopLevelFieldCounts) {
   Document in = Json(R"({"_id": 1, "sub": {"version": 3}})");
   Document out = SetVersion(in, "version", 5);

@@ -4,6 +4,7 @@
 // Same data, same RocksDB options as gatedb's (engine/storage/db_impl_open.cc:
 // IncreaseParallelism(2), a 64 MiB LRU block cache, WAL on).
 #include <rocksdb/cache.h>
+#include <rocksdb/perf_level.h>
 #include <rocksdb/db.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/optimistic_transaction_db.h>
@@ -119,6 +120,12 @@ bool ChangeOneField(const std::string& value, double score, std::string* out) {
   return ok;
 }
 
+// RocksDB's per-thread perf counters off, as gatedb turns them off on the
+// threads that call it (engine/storage/db_impl_internal.h,
+// QuietRocksPerfCounters): the baselines run RocksDB as tuned as gatedb's
+// own use of it, whichever case ran on the thread before.
+void QuietPerfCounters() { rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable); }
+
 // ---- plain DB ---------------------------------------------------------------
 
 // Overwrites a random document with a ~1 KB value (WAL on, no sync).
@@ -126,6 +133,7 @@ void BM_Baseline_RocksPut(benchmark::State& state) {
   auto fx = AcquireFixture<RocksFixture>(InstanceKey("BM_Baseline_RocksPut", state),
                                          [] { return std::make_unique<RocksFixture>(); });
   KeyPicker pick(state, 50);
+  QuietPerfCounters();
   bson_t d = BSON_INITIALIZER;
   BuildDoc(0, &d);
   rocksdb::Slice value(reinterpret_cast<const char*>(bson_get_data(&d)), d.len);
@@ -148,6 +156,7 @@ void BM_Baseline_RocksGet(benchmark::State& state) {
   auto fx = AcquireFixture<RocksFixture>(InstanceKey("BM_Baseline_RocksGet", state),
                                          [] { return std::make_unique<RocksFixture>(); });
   KeyPicker pick(state, 51);
+  QuietPerfCounters();
   std::string value;
   for (auto _ : state) {
     rocksdb::Status s = fx->db->Get(rocksdb::ReadOptions(), DocId(pick.Next()), &value);
@@ -179,6 +188,7 @@ __attribute__((noinline)) rocksdb::Status RocksCasOnce(rocksdb::TransactionDB* d
 void RunRocksCas(benchmark::State& state, const std::string& base, bool sync) {
   auto fx = AcquireFixture<TxnFixture>(InstanceKey(base, state), [] { return std::make_unique<TxnFixture>(); });
   KeyPicker pick(state, 52);
+  QuietPerfCounters();
   rocksdb::WriteOptions wo = Wo(sync);
   std::string value, next;
   WallRate wall;
@@ -224,6 +234,7 @@ void RunOptimisticCas(benchmark::State& state, const std::string& base, bool syn
   auto fx = AcquireFixture<OptimisticFixture>(InstanceKey(base, state),
                                               [] { return std::make_unique<OptimisticFixture>(); });
   KeyPicker pick(state, 53);
+  QuietPerfCounters();
   rocksdb::WriteOptions wo = Wo(sync);
   int64_t retries = 0;
   std::string value, next;
@@ -270,6 +281,7 @@ __attribute__((noinline)) rocksdb::Status StripedCasOnce(RocksFixture* fx, const
 void RunStripedCas(benchmark::State& state, const std::string& base, bool sync) {
   auto fx = AcquireFixture<RocksFixture>(InstanceKey(base, state), [] { return std::make_unique<RocksFixture>(); });
   KeyPicker pick(state, 54);
+  QuietPerfCounters();
   rocksdb::WriteOptions wo = Wo(sync);
   std::string value, next;
   WallRate wall;

@@ -392,6 +392,7 @@ StatusOr<std::unique_ptr<DBImpl::PlanExecutor>> DBImpl::OpenPlan(const Collectio
                                                                  const bson_t* sort, const index::Hint* hint, Txn* txn,
                                                                  PlanStats* stats, bool* sorted,
                                                                  const rocksdb::Snapshot* snapshot) const {
+  QuietRocksPerfCounters();
   if (sorted) *sorted = false;
   PlanStats* st = stats;  // null: each executor counts for itself
   rocksdb::ReadOptions ro;

@@ -26,6 +26,7 @@ namespace {
 template <typename Fn>
 Status ForEachPointRead(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, const std::string& key,
                         Txn* txn, Fn&& fn) {
+  QuietRocksPerfCounters();
   rocksdb::PinnableSlice value;
   rocksdb::ReadOptions point;
   if (txn) point.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions

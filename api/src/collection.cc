@@ -327,7 +327,7 @@ StatusOr<DeleteResult> Collection::DeleteImpl(DocumentView filter, int64_t limit
   return InTxn(options.txn, db_->rep_->db.get(), [&](WriteScope* scope) -> StatusOr<DeleteResult> {
     DeleteRequest req;
     req.ns = Namespace{db_name_, name_};
-    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), limit, options.basis_version});
+    req.deletes.push_back(DeleteStatement{CopyOrEmpty(filter), limit, options.basis_version, std::nullopt});
     req.ordered = options.ordered;
     req.write = Internal(options, scope);
     req.write.principal = caller;

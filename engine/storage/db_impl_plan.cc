@@ -16,9 +16,11 @@
 //
 // Every fetched document is matched against the whole filter, except when
 // the one index scan is exact (index::IndexScan::exact: its bounds are the
-// filter); otherwise bounds only narrow the search.  Outside a transaction an index plan reads one
-// RocksDB snapshot for its keys and documents; inside one it reads through
-// the transaction (its snapshot and its own writes).
+// filter); otherwise bounds only narrow the search.  Outside a transaction
+// an index plan reads one RocksDB snapshot for its keys and documents: the
+// caller's when it gives one (an aggregate across its getMores), else its
+// own, taken after the catalog it planned with; inside a transaction it
+// reads through the transaction (its snapshot and its own writes).
 #include <algorithm>
 #include <unordered_set>
 
@@ -427,11 +429,19 @@ StatusOr<std::unique_ptr<DBImpl::PlanExecutor>> DBImpl::OpenPlan(const Collectio
   }
   if (forced_natural || specs.empty()) return collection_scan();
 
-  // One snapshot for the index entries and the documents they name.
+  // One snapshot for the index entries and the documents they name: the
+  // transaction's, the caller's (an aggregate's, across its getMores), or
+  // one of the plan's own.
   std::unique_ptr<ScopedSnapshot> snap;
-  if (txn == nullptr) {
+  if (txn == nullptr && snapshot == nullptr) {
     snap = std::make_unique<ScopedSnapshot>(db_);
     ro.snapshot = snap->get();
+    // The catalog was read before this snapshot.  If it changed in between
+    // (an index turned multikey: MarkMultikey sets the flag before the
+    // write that needs it commits, so the snapshot may hold that write's
+    // array entries), plan again on the newer catalog, whose flags are then
+    // no older than the entries the snapshot holds.
+    if (coll.indexes() != cat) return OpenPlan(coll, filter, sort, hint, txn, stats, sorted, snapshot);
   }
   auto count_keys = [&](const index::IndexScan& scan) -> int64_t {
     int64_t n = 0;

@@ -99,12 +99,19 @@ TEST(TypedAggregateTest, PagesAPipelineWithLetAndLookup) {
 // A $lookup made after documents of the foreign collection were inserted or
 // deleted (between getMores) still sees the collection as it was when the
 // aggregate opened: one snapshot for the whole pipeline.
-TEST(TypedAggregateTest, LookupReadsTheAggregatesSnapshotAcrossBatches) {
+// `index_foreign`: foreign.k has an index, so $lookup's reads are index
+// scans (which once took a snapshot of their own, the latest).
+void CheckLookupReadsTheAggregatesSnapshot(bool index_foreign) {
   test::TempDir dir;
   auto db = Database::Open(dir.path(), Options());
   ASSERT_OK(db);
   Collection local = (*db)->GetCollection("local");
   Collection foreign = (*db)->GetCollection("foreign");
+  if (index_foreign) {
+    IndexModel k;
+    k.keys = Json(R"({"k": 1})");
+    ASSERT_OK(foreign.CreateIndexes({k}));
+  }
   for (int i = 0; i < 6; ++i) {
     ASSERT_OK(local.InsertOne(Json(R"({"_id": )" + std::to_string(i) + R"(, "k": 1})").view()));
     ASSERT_OK(foreign.InsertOne(Json(R"({"_id": )" + std::to_string(i) + R"(, "k": 1})").view()));
@@ -143,6 +150,12 @@ TEST(TypedAggregateTest, LookupReadsTheAggregatesSnapshotAcrossBatches) {
   std::vector<Document> docs = Drain(&*again);
   ASSERT_EQ(docs.size(), 1u);
   EXPECT_EQ(ArraySize(docs[0], "m"), 7);
+}
+
+TEST(TypedAggregateTest, LookupReadsTheAggregatesSnapshotAcrossBatches) { CheckLookupReadsTheAggregatesSnapshot(false); }
+
+TEST(TypedAggregateTest, LookupThroughAnIndexReadsTheAggregatesSnapshotAcrossBatches) {
+  CheckLookupReadsTheAggregatesSnapshot(true);
 }
 
 // $merge (whenMatched: merge) into documents that other threads increment

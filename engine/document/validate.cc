@@ -346,14 +346,8 @@ Status ValidateIncoming(const uint8_t* data, size_t len) {
   if (data[len - 1] != 0) {
     return Status(ErrorCode::kInvalidBSON, "invalid BSON: document does not end with 0x00");
   }
-  bson_t doc;
-  if (!bson_init_static(&doc, data, len)) {
-    return Status(ErrorCode::kInvalidBSON, "invalid BSON: bad length or terminator");
-  }
-  RETURN_IF_ERROR(WalkStatus(
-      WalkFields(data, len, kMaxIncomingNestingDepth),
-      "BSONObj exceeded maximum nested object depth: " + std::to_string(kMaxIncomingNestingDepth)));
-  return Status::OK();
+  return WalkStatus(WalkFields(data, len, kMaxIncomingNestingDepth),
+                    "BSONObj exceeded maximum nested object depth: " + std::to_string(kMaxIncomingNestingDepth));
 }
 
 std::optional<Document> EnsureId(const bson_t* doc, bool* id_generated) {

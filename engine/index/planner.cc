@@ -206,6 +206,41 @@ bool ExactType(const bson_value_t& v) {
   }
 }
 
+// Calls fn(key, value) for each element of an embedded document or array.
+// False when the bytes end before the document does (malformed).
+template <typename Fn>
+bool ForEachElement(const bson_value_t& v, Fn&& fn) {
+  if (v.value_type != BSON_TYPE_DOCUMENT && v.value_type != BSON_TYPE_ARRAY) return false;
+  bson_t sub;
+  if (!bson_init_static(&sub, v.value.v_doc.data, v.value.v_doc.data_len)) return false;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, &sub)) return false;
+  while (bson_iter_next(&it)) fn(bson_iter_key(&it), *bson_iter_value(&it));
+  return it.err_off == 0;
+}
+
+// $eq, $gt, $gte, $lt or $lte of an ExactType value, or $in of an array of
+// them: the matcher parses such a clause without error, and its bounds
+// (but for a NaN range, ClauseRanges) are exactly its matches.
+bool PlainClause(const Clause& c) {
+  switch (c.op) {
+    case Op::kEq:
+    case Op::kGt:
+    case Op::kGte:
+    case Op::kLt:
+    case Op::kLte:
+      return ExactType(c.value);
+    case Op::kIn: {
+      if (c.value.value_type != BSON_TYPE_ARRAY) return false;
+      bool all = true;
+      const bool whole = ForEachElement(c.value, [&](const char*, const bson_value_t& e) { all = all && ExactType(e); });
+      return whole && all;
+    }
+    default:
+      return false;
+  }
+}
+
 bool IsNaNKey(const std::string& e) {
   return e.size() >= 2 && static_cast<uint8_t>(e[0]) == keys::kTypeNumber &&
          static_cast<uint8_t>(e[1]) == keys::kNumNaN;
@@ -213,14 +248,14 @@ bool IsNaNKey(const std::string& e) {
 
 // The values a clause may match, or nullopt when it gives no bounds.
 // `exact` is set when the set is exactly the clause's matches (per value)
-// and the value is of an ExactType.  `texts` as for Point(); `desc` too.
+// and the clause is a PlainClause.  `texts` as for Point(); `desc` too.
 std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts, bool desc) {
   if (exact) *exact = false;
   const bson_value_t& v = c.value;
   if (c.op == Op::kEq) {
     if (Unboundable(v)) return std::nullopt;
     if (v.value_type == BSON_TYPE_NULL) return RangeSet{NullRange()};
-    if (exact) *exact = ExactType(v);
+    if (exact) *exact = PlainClause(c);
     return RangeSet{Point(v, texts, desc)};
   }
   if (c.op == Op::kIn) {
@@ -230,17 +265,10 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts, b
     bson_iter_t it;
     bson_iter_init(&it, &arr);
     RangeSet out;
-    bool all_exact = true;
     while (bson_iter_next(&it)) {
       const bson_value_t* e = bson_iter_value(&it);
       if (Unboundable(*e)) return std::nullopt;
-      if (e->value_type == BSON_TYPE_NULL) {
-        out.push_back(NullRange());
-        all_exact = false;
-      } else {
-        out.push_back(Point(*e, texts, desc));
-        all_exact = all_exact && ExactType(*e);
-      }
+      out.push_back(e->value_type == BSON_TYPE_NULL ? NullRange() : Point(*e, texts, desc));
     }
     std::sort(out.begin(), out.end(), [](const VRange& a, const VRange& b) { return a.lo < b.lo; });
     RangeSet merged;
@@ -256,7 +284,7 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts, b
       }
       merged.push_back(std::move(r));
     }
-    if (exact) *exact = all_exact;
+    if (exact) *exact = PlainClause(c);
     return merged;  // an empty $in matches nothing: no ranges
   }
   if (c.op == Op::kGt || c.op == Op::kGte || c.op == Op::kLt || c.op == Op::kLte) {
@@ -302,7 +330,7 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts, b
       r.hi_text = t + (lt ? ")" : "]");
     }
     // A NaN bound matches NaN alone ($gte, $lte) or nothing: the matcher decides.
-    if (exact) *exact = ExactType(v) && !nan;
+    if (exact) *exact = PlainClause(c) && !nan;
     return RangeSet{r};
   }
   return std::nullopt;
@@ -356,19 +384,6 @@ bool Contains(const RangeSet& outer, const RangeSet& inner) {
 bool MayHoldNull(const RangeSet& set) { return !Intersect(set, RangeSet{NullRange()}).empty(); }
 
 void AddClauses(const char* key, const bson_value_t& value, Predicates* out, int depth);
-
-// Calls fn(key, value) for each element of an embedded document or array.
-// False when the bytes end before the document does (malformed).
-template <typename Fn>
-bool ForEachElement(const bson_value_t& v, Fn&& fn) {
-  if (v.value_type != BSON_TYPE_DOCUMENT && v.value_type != BSON_TYPE_ARRAY) return false;
-  bson_t sub;
-  if (!bson_init_static(&sub, v.value.v_doc.data, v.value.v_doc.data_len)) return false;
-  bson_iter_t it;
-  if (!bson_iter_init(&it, &sub)) return false;
-  while (bson_iter_next(&it)) fn(bson_iter_key(&it), *bson_iter_value(&it));
-  return it.err_off == 0;
-}
 
 void AddDocument(const bson_t* doc, Predicates* out, int depth) {
   bson_iter_t it;
@@ -701,30 +716,16 @@ bool PlainFilter(const bson_t* filter) {
     for (const char* c = path; *c != '\0'; ++c) dots += *c == '.';
     if (dots >= 100) return false;
     const bson_value_t& v = *bson_iter_value(&it);
-    if (v.value_type != BSON_TYPE_DOCUMENT) {
-      if (!ExactType(v)) return false;
+    // A value, {} included, is an equality; an operator document is its
+    // clauses (a name without '$' among them: an equality to a document).
+    if (v.value_type != BSON_TYPE_DOCUMENT || v.value.v_doc.data_len <= 5) {
+      if (!PlainClause(Clause{Op::kEq, v})) return false;
       continue;
     }
     bool plain = true;
-    bool whole = ForEachElement(v, [&](const char* k, const bson_value_t& arg) {
-      const Op op = OpFromName(k);
-      if (op == Op::kIn) {
-        if (arg.value_type != BSON_TYPE_ARRAY) {
-          plain = false;
-          return;
-        }
-        bool array_whole = ForEachElement(arg, [&](const char*, const bson_value_t& e) {
-          if (!ExactType(e)) plain = false;
-        });
-        plain = plain && array_whole;
-      } else if (op == Op::kEq || op == Op::kGt || op == Op::kGte || op == Op::kLt || op == Op::kLte) {
-        if (!ExactType(arg)) plain = false;
-      } else {
-        plain = false;
-      }
-    });
-    // {} or a document without operators is an equality to a document.
-    if (!whole || !plain || v.value.v_doc.data_len <= 5) return false;
+    const bool whole = ForEachElement(
+        v, [&](const char* k, const bson_value_t& arg) { plain = plain && PlainClause(Clause{OpFromName(k), arg}); });
+    if (!whole || !plain) return false;
   }
   return it.err_off == 0;
 }

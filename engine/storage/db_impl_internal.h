@@ -148,11 +148,6 @@ struct DBImpl::WriteOutcome {
   std::optional<Value> upserted_id;
 };
 
-// A pessimistic RocksDB transaction that rolls back unless committed.  Its
-// locking reads and its commit note whether they failed on a lock conflict
-// worth retrying at once (RocksDB's Busy, TryAgain or Deadlock: another
-// writer got there first); a lock wait that timed out is not one (retrying
-// would multiply the wait), nor is any other error.
 // RocksDB counts every key comparison, block read and the like in a
 // thread-local PerfContext unless told not to (its default PerfLevel is
 // kEnableCount); from a shared librocksdb each count is two TLS look-ups
@@ -163,6 +158,11 @@ struct DBImpl::WriteOutcome {
 // again after the call.)
 inline void QuietRocksPerfCounters() { rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable); }
 
+// A pessimistic RocksDB transaction that rolls back unless committed.  Its
+// locking reads and its commit note whether they failed on a lock conflict
+// worth retrying at once (RocksDB's Busy, TryAgain or Deadlock: another
+// writer got there first); a lock wait that timed out is not one (retrying
+// would multiply the wait), nor is any other error.
 class Txn {
  public:
   Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn_((QuietRocksPerfCounters(), db->BeginTransaction(wo))) {}

@@ -1,6 +1,7 @@
 #include "gatedb/document.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/document/document_arena.h"
 #include "engine/document/validate.h"
 #include "engine/util/utf8.h"
 
@@ -41,31 +43,76 @@ bson_t* SharedEmpty() {
 
 bool Owned(const bson_t* b) { return b != nullptr && b != SharedEmpty(); }
 
-// A copy's bson_t and bytes in one malloc: the bson_t (128-byte aligned, as
-// libbson declares it) at the first aligned address that leaves room for
-// the malloc'd pointer just before it, read-only over the bytes just after
-// it.  bson_copy costs two allocations, one of them an aligned one, which
-// glibc makes several times dearer than a malloc; every document a read
-// returns is such a copy.
+// Read-only copies ("blocks"): a bson_t over the bytes just after it, both
+// in a chunk of memory that starts with a reference count (DocumentChunk).
+// The bson_t is 128-byte aligned, as libbson declares it, at the first
+// aligned address that leaves room for its chunk's address just before it.
+// A lone copy (Document::Copy) is a chunk of its own: one malloc, where
+// bson_copy costs two, one of them an aligned one, which glibc makes
+// several times dearer than a malloc.  A DocumentArena puts many copies in
+// one chunk.
 constexpr size_t kShellAlign = alignof(bson_t);
 
-bson_t* NewBlock(const bson_t* from) {
-  const uint32_t len = from->len;
-  void* raw = std::malloc(sizeof(void*) + kShellAlign - 1 + sizeof(bson_t) + len);
+// The most bytes a copy of `len` bytes takes, wherever it starts.
+size_t SlotBytes(uint32_t len) { return sizeof(void*) + kShellAlign - 1 + sizeof(bson_t) + len; }
+
+}  // namespace
+
+namespace internal {
+
+struct DocumentChunk {
+  explicit DocumentChunk(uint32_t n) : refs(n) {}
+  std::atomic<uint32_t> refs;  // the copies in it, plus an open arena's reserve
+};
+
+}  // namespace internal
+
+namespace {
+
+using internal::DocumentChunk;
+
+DocumentChunk* NewChunk(size_t bytes, uint32_t refs) {
+  void* raw = std::malloc(sizeof(DocumentChunk) + bytes);
   if (raw == nullptr) std::abort();  // as libbson's allocator does
-  const uintptr_t at = (reinterpret_cast<uintptr_t>(raw) + sizeof(void*) + kShellAlign - 1) & ~(kShellAlign - 1);
-  std::memcpy(reinterpret_cast<void*>(at - sizeof(void*)), &raw, sizeof raw);
-  bson_t* b = new (reinterpret_cast<void*>(at)) bson_t;
+  return new (raw) DocumentChunk(refs);
+}
+
+uintptr_t ChunkStart(DocumentChunk* c) { return reinterpret_cast<uintptr_t>(c + 1); }
+
+// Drops `n` references to `c`, freeing it with the last.
+void Unref(DocumentChunk* c, uint32_t n) {
+  // Holding all of them, nobody else can add one (only an arena adds, and
+  // it holds a reserve while it does): no atomic write needed.
+  if (c->refs.load(std::memory_order_acquire) == n || c->refs.fetch_sub(n, std::memory_order_acq_rel) == n) {
+    c->~DocumentChunk();
+    std::free(c);
+  }
+}
+
+// Copies `from` into `c` at the first place at or after `at`; *end: the
+// first byte after it.  REQUIRES: SlotBytes(from->len) bytes from `at`.
+bson_t* PlaceCopy(DocumentChunk* c, uintptr_t at, const bson_t* from, uintptr_t* end) {
+  const uint32_t len = from->len;
+  const uintptr_t shell = (at + sizeof(void*) + kShellAlign - 1) & ~(kShellAlign - 1);
+  std::memcpy(reinterpret_cast<void*>(shell - sizeof(void*)), &c, sizeof c);
+  bson_t* b = new (reinterpret_cast<void*>(shell)) bson_t;
   uint8_t* bytes = reinterpret_cast<uint8_t*>(b + 1);
   std::memcpy(bytes, bson_get_data(from), len);
   bson_init_static(b, bytes, len);
+  *end = reinterpret_cast<uintptr_t>(bytes) + len;
   return b;
 }
 
+bson_t* NewBlock(const bson_t* from) {
+  DocumentChunk* c = NewChunk(SlotBytes(from->len), 1);
+  uintptr_t end = 0;
+  return PlaceCopy(c, ChunkStart(c), from, &end);
+}
+
 void FreeBlock(bson_t* b) {
-  void* raw = nullptr;
-  std::memcpy(&raw, reinterpret_cast<const char*>(b) - sizeof(void*), sizeof raw);
-  std::free(raw);
+  DocumentChunk* c = nullptr;
+  std::memcpy(&c, reinterpret_cast<const char*>(b) - sizeof(void*), sizeof c);
+  Unref(c, 1);
 }
 
 void Free(bson_t* b, bool block) {
@@ -134,6 +181,35 @@ bson_t* Document::Release() {
   bson_ = nullptr;
   return b;
 }
+
+namespace internal {
+
+namespace {
+// A chunk's reference count starts at this reserve, held by its arena,
+// which hands one to each copy it places (no atomic write per copy) and
+// returns the rest when it moves on.  More than the copies a chunk can hold.
+constexpr uint32_t kChunkReserve = 1u << 30;
+}  // namespace
+
+DocumentArena::~DocumentArena() {
+  if (chunk_ != nullptr) Unref(chunk_, reserve_);
+}
+
+Document DocumentArena::Copy(const bson_t* from) {
+  const size_t need = SlotBytes(from->len);
+  if (copies_++ == 0 || need > kChunkBytes / 4) return Document::Copy(from);
+  if (chunk_ == nullptr || end_ - next_ < need) {
+    if (chunk_ != nullptr) Unref(chunk_, reserve_);
+    chunk_ = NewChunk(kChunkBytes, kChunkReserve);
+    reserve_ = kChunkReserve;
+    next_ = ChunkStart(chunk_);
+    end_ = next_ + kChunkBytes;
+  }
+  --reserve_;
+  return Document(PlaceCopy(chunk_, next_, from, &next_), true);
+}
+
+}  // namespace internal
 
 namespace {
 

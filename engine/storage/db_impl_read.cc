@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/document/document_arena.h"
 #include "engine/index/planner.h"
 #include "engine/keys/key_codec.h"
 #include "engine/projection/paths.h"
@@ -67,6 +68,7 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
                             std::vector<std::pair<std::string, Document>>* out, Txn* txn,
                             const index::Hint* hint) const {
   Status failed;
+  internal::DocumentArena arena;
   RETURN_IF_ERROR(ForEachCandidate(coll, filter, nullptr, hint, txn, nullptr, nullptr,
                                    [&](std::string_view key, const RecordView& rec) {
                                      StatusOr<bool> m = MatchOrError(matcher, &rec.doc);
@@ -74,7 +76,7 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
                                        failed = m.status();
                                        return false;
                                      }
-                                     if (*m) out->emplace_back(std::string(key), Document::Copy(&rec.doc));
+                                     if (*m) out->emplace_back(std::string(key), arena.Copy(&rec.doc));
                                      return true;
                                    }));
   return failed;
@@ -231,7 +233,7 @@ class DBImpl::FindSource : public CursorSource {
           ++skipped_;
           continue;
         }
-        doc = Document::Copy(&rec.doc);
+        doc = arena_.Copy(&rec.doc);
         key = k;
         if (field_versions_ && rec.has_field_versions) versions = Document::Copy(&rec.field_versions);
       }
@@ -323,6 +325,7 @@ class DBImpl::FindSource : public CursorSource {
   bool pending_ = false;
   Document pending_doc_;
   Document pending_versions_;
+  internal::DocumentArena arena_;  // the results' copies (the sorter's rows are not: a top-k would keep few of many)
 };
 
 StatusOr<FindResult> DBImpl::Find(const FindRequest& req) { return FindWithStats(req, nullptr); }

@@ -23,6 +23,10 @@
 
 namespace gatedb {
 
+namespace internal {
+class DocumentArena;  // engine/document/document_arena.h: a query's copies
+}  // namespace internal
+
 enum class JsonMode {
   kRelaxed,    // {"n": 1, "d": {"$date": "2024-01-01T00:00:00Z"}}
   kCanonical,  // {"n": {"$numberInt": "1"}, ...}
@@ -84,12 +88,14 @@ class Document {
   bson_t* Release();
 
  private:
+  friend class internal::DocumentArena;
   Document(bson_t* b, bool block) : bson_(b), block_(block) {}
   // Makes bson_ an ordinary libbson document (one that can grow).
   void Unblock();
   bson_t* bson_;  // owned and freed with bson_destroy, unless it is the shared empty document or a block
-  // bson_ is a copy made in one allocation (document.cc's NewBlock): a
-  // read-only bson_t over the bytes that follow it, freed by this class.
+  // bson_ is a read-only copy (document.cc's blocks): a bson_t over the
+  // bytes that follow it, in an allocation of its own or a DocumentArena's
+  // chunk shared with other copies, which this class frees or leaves.
   bool block_;
 };
 

@@ -166,7 +166,7 @@ class DocFetcher {
   }
 
  private:
-  static constexpr int kRunToIterate = 2;  // ascending keys before iterating
+  static constexpr int kRunToIterate = 1;  // ascending keys before iterating
   static constexpr int kMaxSteps = 2;      // entries stepped over per key
   static constexpr int kMaxMisses = 3;     // consecutive misses before point reads again
 

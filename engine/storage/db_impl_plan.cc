@@ -99,15 +99,18 @@ class ScopedSnapshot {
 
 // Reads the documents an index scan names, by key.  Index order often
 // follows the documents' own order (a field that grows with _id, a range
-// of _id): then stepping one iterator from each document to the next is
-// several times cheaper than a point read that searches the memtable and
-// every level from the top again.  It starts with point reads; after a run
-// of ascending keys it switches to an iterator, and back to point reads
-// when the iterator keeps missing.
+// of _id, the entries of one value of a non-unique index): then stepping
+// one iterator from each document to the next is several times cheaper
+// than a point read that searches the memtable and every level from the
+// top again.  A scan of key ranges starts with an iterator; a scan of whole
+// unique keys starts with point reads and switches to an iterator at the
+// first ascending key.  Either goes back to point reads when the iterator
+// keeps missing, and tries the iterator again after an ascending key.
 class DocFetcher {
  public:
-  DocFetcher(rocksdb::TransactionDB* db, Txn* txn, rocksdb::ColumnFamilyHandle* cf, const rocksdb::ReadOptions& ro)
-      : db_(db), txn_(txn), cf_(cf), ro_(ro) {}
+  DocFetcher(rocksdb::TransactionDB* db, Txn* txn, rocksdb::ColumnFamilyHandle* cf, const rocksdb::ReadOptions& ro,
+             bool iterate_first)
+      : db_(db), txn_(txn), cf_(cf), ro_(ro), run_to_iterate_(iterate_first ? 0 : kRunToIterate) {}
 
   // Sets *found and, when found, *value (valid until the next call).
   Status Fetch(const std::string& key, bool* found, rocksdb::Slice* value) {
@@ -130,6 +133,7 @@ class DocFetcher {
       if (++misses_ >= kMaxMisses) {
         it_.reset();
         ascending_ = 0;
+        run_to_iterate_ = kRunToIterate;
       } else {
         it_->Seek(key);
         RETURN_IF_ERROR(FromRocks(it_->status()));
@@ -144,7 +148,7 @@ class DocFetcher {
     }
     ascending_ = !last_.empty() && key > last_ ? ascending_ + 1 : 0;
     last_ = key;
-    if (ascending_ >= kRunToIterate) {
+    if (ascending_ >= run_to_iterate_) {
       it_.reset(txn_ != nullptr ? (*txn_)->GetIterator(ro_, cf_) : db_->NewIterator(ro_, cf_));
       misses_ = 0;
       it_->Seek(key);
@@ -174,6 +178,7 @@ class DocFetcher {
   Txn* txn_;
   rocksdb::ColumnFamilyHandle* cf_;
   const rocksdb::ReadOptions& ro_;
+  int run_to_iterate_;  // ascending keys before iterating: 0 (at once) or kRunToIterate
   std::unique_ptr<rocksdb::Iterator> it_;
   rocksdb::PinnableSlice pinned_;
   std::string last_;
@@ -277,11 +282,12 @@ class IndexExecutor : public DBImpl::PlanExecutor {
         ro_(ro),
         catalog_(std::move(catalog)),
         scans_(std::move(scans)),
-        coll_prefix_(keys::CollectionPrefix(collection_id)),
         dedupe_(scans_.size() > 1 || scans_[0].index->multikey),
         exact_(exact),
-        fetcher_(db, txn, docs_cf, ro_),
-        st_(st != nullptr ? st : &own_stats_) {}
+        fetcher_(db, txn, docs_cf, ro_, !scans_[0].point_keys),
+        st_(st != nullptr ? st : &own_stats_),
+        doc_key_(keys::CollectionPrefix(collection_id)),
+        prefix_size_(doc_key_.size()) {}
 
   StatusOr<bool> Next(std::string_view* key, RecordView* rec) override {
     for (;;) {
@@ -289,7 +295,7 @@ class IndexExecutor : public DBImpl::PlanExecutor {
       ASSIGN_OR_RETURN(bool more, NextEntry(&entry));
       if (!more) return false;
       ++st_->keys_examined;
-      doc_key_.assign(coll_prefix_);
+      doc_key_.resize(prefix_size_);  // the collection's prefix stays
       doc_key_.append(entry.data(), entry.size());
       if (dedupe_ && !seen_.insert(doc_key_).second) continue;
       bool found = false;
@@ -373,7 +379,6 @@ class IndexExecutor : public DBImpl::PlanExecutor {
   rocksdb::ReadOptions ro_;
   std::shared_ptr<const IndexCatalog> catalog_;  // the scans' IndexSpecs live in it
   std::vector<index::IndexScan> scans_;
-  const std::string coll_prefix_;
   const bool dedupe_;
   const bool exact_;
   DocFetcher fetcher_;
@@ -385,7 +390,8 @@ class IndexExecutor : public DBImpl::PlanExecutor {
   size_t range_ = 0;
   bool positioned_ = false;
   std::unordered_set<std::string> seen_;
-  std::string doc_key_;
+  std::string doc_key_;  // the collection's prefix, then the current entry's _id
+  const size_t prefix_size_;
 };
 
 }  // namespace

@@ -148,18 +148,7 @@ Document& Document::operator=(const Document& other) {
   return *this;
 }
 
-Document& Document::operator=(Document&& other) noexcept {
-  if (this != &other) {
-    Free(bson_, block_);
-    bson_ = other.bson_;
-    block_ = other.block_;
-    other.bson_ = nullptr;
-    other.block_ = false;
-  }
-  return *this;
-}
-
-Document::~Document() { Free(bson_, block_); }
+void Document::FreeBytes() { Free(bson_, block_); }
 
 void Document::Unblock() {
   if (!block_) return;

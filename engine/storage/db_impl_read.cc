@@ -174,6 +174,7 @@ class DBImpl::FindSource : public CursorSource {
  private:
   Status FillBatch(int64_t max_docs, size_t max_bytes, int64_t deadline, CursorBatch* out) {
     const size_t first = out->docs.size();
+    if (first == 0) out->docs.reserve(max_docs > 0 ? std::min<int64_t>(max_docs, kReserveDocs) : kReserveDocs);
     while (max_docs == 0 || static_cast<int64_t>(out->docs.size() - first) < max_docs) {
       if (!pending_) {
         ASSIGN_OR_RETURN(bool more, NextDoc(deadline));
@@ -325,6 +326,7 @@ class DBImpl::FindSource : public CursorSource {
   bool pending_ = false;
   Document pending_doc_;
   Document pending_versions_;
+  static constexpr int64_t kReserveDocs = 16;  // a batch's first allocation
   internal::DocumentArena arena_;  // the results' copies (the sorter's rows are not: a top-k would keep few of many)
 };
 

@@ -70,10 +70,23 @@ class Document {
     other.bson_ = nullptr;
     other.block_ = false;
   }
-  Document& operator=(Document&& other) noexcept;
+  Document& operator=(Document&& other) noexcept {
+    if (this != &other) {
+      if (bson_ != nullptr) FreeBytes();
+      bson_ = other.bson_;
+      block_ = other.block_;
+      other.bson_ = nullptr;
+      other.block_ = false;
+    }
+    return *this;
+  }
   Document(const Document& other);
   Document& operator=(const Document& other);
-  ~Document();
+  // Inline: a moved-from Document (every result moves several times on
+  // its way out) frees nothing.
+  ~Document() {
+    if (bson_ != nullptr) FreeBytes();
+  }
 
   // Never null, except after Release() or in a moved-from Document.
   const bson_t* bson() const { return bson_; }
@@ -92,6 +105,9 @@ class Document {
   Document(bson_t* b, bool block) : bson_(b), block_(block) {}
   // Makes bson_ an ordinary libbson document (one that can grow).
   void Unblock();
+  // Frees what bson_ owns (nothing for the shared empty document), leaving
+  // bson_ dangling.  REQUIRES: bson_ != nullptr.
+  void FreeBytes();
   bson_t* bson_;  // owned and freed with bson_destroy, unless it is the shared empty document or a block
   // bson_ is a read-only copy (document.cc's blocks): a bson_t over the
   // bytes that follow it, in an allocation of its own or a DocumentArena's

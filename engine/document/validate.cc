@@ -272,6 +272,19 @@ Status ValidateForStorage(const bson_t* doc) {
   return CheckTopLevelNames(doc, nullptr);
 }
 
+Status ValidateStampedDocument(const bson_t* doc, const std::string& version_field) {
+  RETURN_IF_ERROR(CheckSize(doc));
+  if (!ValidUtf8(version_field.data(), version_field.size(), false)) return WalkStatus(WalkResult::kBadUtf8, "");
+  if (version_field.empty()) {
+    return Status(ErrorCode::kEmptyFieldName, "Document can't have an empty top-level field name");
+  }
+  if (version_field[0] == '$') {
+    return Status(ErrorCode::kDollarPrefixedFieldName,
+                  "Document can't have $ prefixed field names: " + version_field);
+  }
+  return Status::OK();
+}
+
 Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields) {
   RETURN_IF_ERROR(CheckSize(doc));
   bson_iter_t it;

@@ -75,6 +75,13 @@ Status ValidateForStorage(const bson_t* doc);
 // ValidateForStorage before.
 Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields);
 
+// ValidateForStorage for `doc` stamped from a document that passed it by
+// adding (or overwriting) only an ObjectId _id where it had none and the
+// int64 version field `version_field`, a name CreateCollection checked:
+// the size, and the version field's name (UTF-8, not empty, no leading
+// '$'), without walking the fields again.  Same errors as ValidateForStorage.
+Status ValidateStampedDocument(const bson_t* doc, const std::string& version_field);
+
 // Checks an _id value on its own: not an array, regex or undefined; a
 // document _id holds no '$'-prefixed field names (DBRef allowed).  For an
 // _id taken from an update's result, where ValidateForStorage already ran.

@@ -70,8 +70,7 @@ Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, i
   bson_t* stamped = bson_new();
   SetVersionField(src, version_field, version, stamped);
   *out = Document::Adopt(stamped);
-  const std::vector<std::string> stamped_fields{"_id", version_field};
-  Status s = ValidateWrittenFields(out->bson(), stamped_fields);
+  Status s = ValidateStampedDocument(out->bson(), version_field);
   assert(s.code() == ValidateForStorage(out->bson()).code());
   return s;
 }

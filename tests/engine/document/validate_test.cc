@@ -237,6 +237,35 @@ TEST(ValidateWrittenFieldsTest, ChecksTheListedFieldsWhole) {
   EXPECT_THAT(ValidateWrittenFields(array_id.bson(), {"_id"}), StatusIs(ErrorCode::kInvalidIdField));
 }
 
+// A stamped document (an insert's, with its _id and version added) is
+// judged as ValidateForStorage judges it, without another walk: its size
+// (the stamp may push it over the limit) and the version field's name.
+TEST(ValidateStampedDocumentTest, AgreesWithValidateForStorage) {
+  const std::string big(kMaxUserDocumentSize, 'x');
+  for (size_t extra : {0u, 100u}) {  // the document 61 bytes under the limit, 39 over
+    bson_t* b = bson_new();
+    BSON_APPEND_INT32(b, "_id", 1);
+    BSON_APPEND_UTF8(b, "s", big.substr(0, big.size() - 100 + extra).c_str());
+    BSON_APPEND_INT64(b, "version", 0);
+    Document d = Document::Adopt(b);
+    SCOPED_TRACE(d.size());
+    EXPECT_EQ(ValidateStampedDocument(d.bson(), "version").code(), ValidateForStorage(d.bson()).code());
+    EXPECT_EQ(ValidateStampedDocument(d.bson(), "version").code(),
+              extra == 0 ? ErrorCode::kOK : ErrorCode::kBSONObjectTooLarge);
+  }
+  Document ok = test::Json(R"({"_id": 1, "v": {"$numberLong": "0"}})");
+  EXPECT_OK(ValidateStampedDocument(ok.bson(), "v"));
+  Document dollar = test::Json(R"({"_id": 1, "$v": {"$numberLong": "0"}})");
+  EXPECT_THAT(ValidateStampedDocument(dollar.bson(), "$v"), StatusIs(ErrorCode::kDollarPrefixedFieldName));
+  EXPECT_EQ(ValidateStampedDocument(dollar.bson(), "$v").code(), ValidateForStorage(dollar.bson()).code());
+  bson_t* b = bson_new();
+  BSON_APPEND_INT32(b, "_id", 1);
+  BSON_APPEND_INT64(b, "v\xff", 0);
+  Document bad_name = Document::Adopt(b);
+  EXPECT_THAT(ValidateStampedDocument(bad_name.bson(), "v\xff"), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_EQ(ValidateForStorage(bad_name.bson()).code(), ErrorCode::kInvalidBSON);
+}
+
 TEST(ValidateWrittenFieldsTest, DepthCountsFromTheTop) {
   for (bool arrays : {false, true}) {
     SCOPED_TRACE(arrays ? "arrays" : "documents");

@@ -288,6 +288,32 @@ BENCHMARK(BM_Floor_IndexedRange100)->UseRealTime()->Unit(benchmark::kMicrosecond
 
 // ---- writes -----------------------------------------------------------------
 
+// One insert's keys and values, made before timing.
+struct Prepared {
+  std::string key, rec, event, email_key, order_key, category_key;
+};
+
+// One floor insert with the first `nidx` indexes (not inlined:
+// valgrind --toggle-collect='*FloorInsertOnce*').
+__attribute__((noinline)) rocksdb::Status FloorInsertOnce(FloorFixture* fx, const rocksdb::WriteOptions& wo,
+                                                          const Prepared& p, int nidx) {
+  std::unique_ptr<rocksdb::Transaction> txn(fx->db->BeginTransaction(wo));
+  std::string ignored;
+  rocksdb::Status s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->docs, p.key, &ignored);
+  if (s.IsNotFound() && nidx > 0) s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->indexes, p.email_key, &ignored);
+  if (!s.IsNotFound()) return rocksdb::Status::Aborted("expected a new key: " + s.ToString());
+  const std::string id = p.key.substr(4);
+  s = txn->PutUntracked(fx->docs, p.key, p.rec);
+  if (s.ok() && nidx > 0) s = txn->Put(fx->indexes, p.email_key, id);
+  if (s.ok() && nidx > 1) s = txn->PutUntracked(fx->indexes, p.order_key, id);
+  if (s.ok() && nidx > 2) s = txn->PutUntracked(fx->indexes, p.category_key, id);
+  std::string jkey;
+  PutBE64(++fx->seq, &jkey);
+  if (s.ok()) s = txn->PutUntracked(fx->journal, jkey, p.event);
+  if (s.ok()) s = txn->Commit();
+  return s;
+}
+
 // BM_InsertIndexed's floor: in one transaction, the locked existence read
 // of the new _id (a miss), with indexes the locked read of the unique key
 // (a miss), the document, its index entries and its journal event; commit.
@@ -297,9 +323,6 @@ void BM_Floor_InsertIndexed(benchmark::State& state) {
   auto fx = AcquireFixture<FloorFixture>(InstanceKey("BM_Floor_InsertIndexed/indexes:" + std::to_string(nidx), state),
                                          [] { return std::make_unique<FloorFixture>(); });
   QuietPerfCounters();
-  struct Prepared {
-    std::string key, rec, event, email_key, order_key, category_key;
-  };
   constexpr int kPrepared = 4096;
   std::vector<Prepared> prepared;
   auto prepare = [&] {
@@ -324,7 +347,6 @@ void BM_Floor_InsertIndexed(benchmark::State& state) {
   prepare();
   size_t next = 0;
   rocksdb::WriteOptions wo;
-  std::string ignored, jkey;
   for (auto _ : state) {
     if (next == prepared.size()) {
       state.PauseTiming();
@@ -332,23 +354,7 @@ void BM_Floor_InsertIndexed(benchmark::State& state) {
       next = 0;
       state.ResumeTiming();
     }
-    const Prepared& p = prepared[next++];
-    std::unique_ptr<rocksdb::Transaction> txn(fx->db->BeginTransaction(wo));
-    rocksdb::Status s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->docs, p.key, &ignored);
-    if (s.IsNotFound() && nidx > 0) s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->indexes, p.email_key, &ignored);
-    if (!s.IsNotFound()) {
-      Fail(state, "expected a new key: " + s.ToString());
-      break;
-    }
-    const std::string id = p.key.substr(4);
-    s = txn->PutUntracked(fx->docs, p.key, p.rec);
-    if (s.ok() && nidx > 0) s = txn->Put(fx->indexes, p.email_key, id);
-    if (s.ok() && nidx > 1) s = txn->PutUntracked(fx->indexes, p.order_key, id);
-    if (s.ok() && nidx > 2) s = txn->PutUntracked(fx->indexes, p.category_key, id);
-    jkey.clear();
-    PutBE64(++fx->seq, &jkey);
-    if (s.ok()) s = txn->PutUntracked(fx->journal, jkey, p.event);
-    if (s.ok()) s = txn->Commit();
+    rocksdb::Status s = FloorInsertOnce(fx.get(), wo, prepared[next++], nidx);
     if (!s.ok()) {
       Fail(state, s.ToString());
       break;
@@ -360,10 +366,50 @@ void BM_Floor_InsertIndexed(benchmark::State& state) {
 BENCHMARK(BM_Floor_InsertIndexed)->ArgName("indexes")->Arg(0)->Arg(kNumIndexedFields)->UseRealTime()->Unit(
     benchmark::kMicrosecond);
 
-// BM_GatedUpdate's floor: in one transaction, the document's locked read,
+// BM_GatedUpdate's floor: the case's read of the document (a point read,
+// copied out), then in one transaction the document's locked read,
 // the change of one field and the version (as BM_Baseline_RocksCas does),
 // the document and its journal event; with key:1 also the idempotency
 // key's lookup (a miss) and its record; commit.
+// One floor update (not inlined: valgrind --toggle-collect='*FloorUpdateOnce*').
+// `idem_key` empty: not keyed.
+__attribute__((noinline)) rocksdb::Status FloorUpdateOnce(FloorFixture* fx, const rocksdb::WriteOptions& wo,
+                                                          const std::string& key, const std::string& idem_key,
+                                                          double score, const std::string& event,
+                                                          const std::string& idem_record, std::string* value) {
+  // The case's read (GatedUpdateOnce's FindOne, for the basis version).
+  rocksdb::PinnableSlice read;
+  rocksdb::Status s = fx->db->Get(rocksdb::ReadOptions(), fx->docs, key, &read);
+  if (!s.ok()) return s;
+  std::string copy(read.data() + kRecordHeader, read.size() - kRecordHeader);
+  benchmark::DoNotOptimize(copy.data());
+  std::unique_ptr<rocksdb::Transaction> txn(fx->db->BeginTransaction(wo));
+  if (!idem_key.empty()) {
+    std::string ignored;
+    s = fx->db->Get(rocksdb::ReadOptions(), fx->idempotency, idem_key, &ignored);
+    if (!s.IsNotFound()) return rocksdb::Status::Aborted("expected a new idempotency key: " + s.ToString());
+  }
+  s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->docs, key, value);
+  bson_t next = BSON_INITIALIZER;
+  int64_t old_version = 0;
+  if (s.ok() && !RewriteDoc(reinterpret_cast<const uint8_t*>(value->data()) + kRecordHeader,
+                            value->size() - kRecordHeader, score, &old_version, &next)) {
+    s = rocksdb::Status::Corruption("bson");
+  }
+  if (s.ok()) {
+    std::string rec(value->data(), kRecordHeader);
+    rec.append(reinterpret_cast<const char*>(bson_get_data(&next)), next.len);
+    s = txn->PutUntracked(fx->docs, key, rec);
+  }
+  bson_destroy(&next);
+  std::string jkey;
+  PutBE64(++fx->seq, &jkey);
+  if (s.ok()) s = txn->PutUntracked(fx->journal, jkey, event);
+  if (s.ok() && !idem_key.empty()) s = txn->Put(fx->idempotency, idem_key, idem_record);
+  if (s.ok()) s = txn->Commit();
+  return s;
+}
+
 void BM_Floor_GatedUpdate(benchmark::State& state) {
   const bool keyed = state.range(0) != 0;
   auto fx = AcquireFixture<FloorFixture>(InstanceKey(std::string("BM_Floor_GatedUpdate/key:") + (keyed ? "1" : "0"), state),
@@ -373,39 +419,15 @@ void BM_Floor_GatedUpdate(benchmark::State& state) {
   rocksdb::WriteOptions wo;
   const std::string event(kUpdateEvent, 'e');
   const std::string idem_record(kIdempotencyRecord, 'r');
-  std::string value, ignored, jkey, idem_key;
+  std::string value, idem_key;
   double score = 0;
   for (auto _ : state) {
-    const std::string key = DocKey(pick.Next());
-    std::unique_ptr<rocksdb::Transaction> txn(fx->db->BeginTransaction(wo));
-    rocksdb::Status s;
     if (keyed) {
       idem_key = "agent-task-1";
       PutBE64(++fx->tasks, &idem_key);
-      s = fx->db->Get(rocksdb::ReadOptions(), fx->idempotency, idem_key, &ignored);
-      if (!s.IsNotFound()) {
-        Fail(state, "expected a new idempotency key: " + s.ToString());
-        break;
-      }
     }
-    s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->docs, key, &value);
-    bson_t next = BSON_INITIALIZER;
-    int64_t old_version = 0;
-    if (s.ok() && !RewriteDoc(reinterpret_cast<const uint8_t*>(value.data()) + kRecordHeader,
-                              value.size() - kRecordHeader, score += 0.5, &old_version, &next)) {
-      s = rocksdb::Status::Corruption("bson");
-    }
-    if (s.ok()) {
-      std::string rec(value.data(), kRecordHeader);
-      rec.append(reinterpret_cast<const char*>(bson_get_data(&next)), next.len);
-      s = txn->PutUntracked(fx->docs, key, rec);
-    }
-    bson_destroy(&next);
-    jkey.clear();
-    PutBE64(++fx->seq, &jkey);
-    if (s.ok()) s = txn->PutUntracked(fx->journal, jkey, event);
-    if (s.ok() && keyed) s = txn->Put(fx->idempotency, idem_key, idem_record);
-    if (s.ok()) s = txn->Commit();
+    rocksdb::Status s =
+        FloorUpdateOnce(fx.get(), wo, DocKey(pick.Next()), idem_key, score += 0.5, event, idem_record, &value);
     if (!s.ok()) {
       Fail(state, s.ToString());
       break;

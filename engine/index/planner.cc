@@ -299,35 +299,38 @@ std::optional<RangeSet> ClauseRanges(const Clause& c, bool* exact, bool texts, b
     // component of the type starts with ~type_byte.  NaN, the lowest
     // number, is below every number but equal to none: the numbers below
     // a number start at -Infinity (MongoDB's [-inf.0, v) too).
-    std::string type_start(1, static_cast<char>(type_byte));
-    std::string desc_type_start(1, static_cast<char>(static_cast<uint8_t>(~type_byte) + 1));
-    if (type_byte == keys::kTypeNumber && !nan) {
-      type_start.push_back(static_cast<char>(keys::kNumNegInf));
-      desc_type_start.assign(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
-      desc_type_start.push_back(static_cast<char>(static_cast<uint8_t>(~keys::kNumNaN)));
-    }
-    const std::string type_end(1, static_cast<char>(type_byte + 1));
-    const std::string desc_type_end(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
+    const bool number = type_byte == keys::kTypeNumber && !nan;
     std::string t = texts ? ValueText(v) : std::string();
     VRange r;
     if (gt || c.op == Op::kGte) {
       r.lo = gt ? After(e) : e;
-      r.hi = type_end;
+      r.hi.assign(1, static_cast<char>(type_byte + 1));  // the type's end
       if (desc) {
         r.desc_hi = gt ? d : After(d);
-        r.desc_lo = desc_type_end;
+        r.desc_lo.assign(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
       }
-      r.lo_text = (gt ? "(" : "[") + t;
-      r.hi_text = std::string(TypeEndText(type_byte)) + "]";
+      if (texts) {
+        r.lo_text = (gt ? "(" : "[") + t;
+        r.hi_text = std::string(TypeEndText(type_byte)) + "]";
+      }
     } else {
-      r.lo = type_start;
+      // The type's start.
+      r.lo.assign(1, static_cast<char>(type_byte));
+      if (number) r.lo.push_back(static_cast<char>(keys::kNumNegInf));
       r.hi = lt ? e : After(e);
       if (desc) {
-        r.desc_hi = desc_type_start;
+        if (number) {
+          r.desc_hi.assign(1, static_cast<char>(static_cast<uint8_t>(~type_byte)));
+          r.desc_hi.push_back(static_cast<char>(static_cast<uint8_t>(~keys::kNumNaN)));
+        } else {
+          r.desc_hi.assign(1, static_cast<char>(static_cast<uint8_t>(~type_byte) + 1));
+        }
         r.desc_lo = lt ? After(d) : d;
       }
-      r.lo_text = std::string("[") + TypeStartText(type_byte);
-      r.hi_text = t + (lt ? ")" : "]");
+      if (texts) {
+        r.lo_text = std::string("[") + TypeStartText(type_byte);
+        r.hi_text = t + (lt ? ")" : "]");
+      }
     }
     // A NaN bound matches NaN alone ($gte, $lte) or nothing: the matcher decides.
     if (exact) *exact = PlainClause(c) && !nan;

@@ -92,7 +92,11 @@ StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bs
                                    scope != nullptr ? &scope->txn : nullptr,
                                    [&](std::string_view, const RecordView& rec) {
                                      out = Document::Copy(&rec.doc);
-                                     if (writer != nullptr && rec.has_writer) *writer = Document::Copy(&rec.writer);
+                                     if (writer != nullptr && rec.has_writer) {
+                                       bson_t w;
+                                       rec.Writer(&w);
+                                       *writer = Document::Copy(&w);
+                                     }
                                    }));
   return out;
 }
@@ -242,7 +246,7 @@ class DBImpl::FindSource : public CursorSource {
         ++skipped_;
         continue;
       }
-      RETURN_IF_ERROR(Lock(key));
+      if (lock_) RETURN_IF_ERROR(Lock(key));
       ++returned_;
       if (limit_ > 0 && returned_ >= limit_) Close();  // the last one: no cursor left open for it
       if (proj_->is_identity()) {

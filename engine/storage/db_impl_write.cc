@@ -451,7 +451,11 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   info.current = current;
   info.conflicting_fields = std::move(conflicting);
   info.conflicting_fields_complete = complete;
-  info.last_writer = rec && rec->has_writer ? &rec->writer : nullptr;
+  bson_t last_writer;
+  if (rec && rec->has_writer) {
+    rec->Writer(&last_writer);
+    info.last_writer = &last_writer;
+  }
   info.reason = why;
   info.context = &w.context;
   info.now_ms = NowMs();
@@ -499,7 +503,9 @@ bool DBImpl::PolicyAllows(const CollectionOptions& opts, const RecordView& rec, 
     case ConflictMode::kSourcePriority: {
       std::string last;
       bson_iter_t it;
-      if (rec.has_writer && bson_iter_init_find(&it, &rec.writer, "source") && BSON_ITER_HOLDS_UTF8(&it)) {
+      bson_t writer;
+      if (rec.has_writer) rec.Writer(&writer);
+      if (rec.has_writer && bson_iter_init_find(&it, &writer, "source") && BSON_ITER_HOLDS_UTF8(&it)) {
         last = bson_iter_utf8(&it, nullptr);
       }
       auto rank = [&](const std::string& s) {

@@ -40,13 +40,20 @@ void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std:
 struct RecordView {
   int64_t version = 0;
   bool has_writer = false;
-  bson_t writer;  // static view; valid when has_writer; never destroy
+  // The writer block's bytes (checked: a BSON length prefix equal to
+  // writer_len and a closing 0x00); Writer() makes a view of them.  Most
+  // reads never look at them.
+  const uint8_t* writer_bytes = nullptr;
+  uint32_t writer_len = 0;
   // Format 0x02 keeps field versions; without a table, no field changed
   // since the insert.  Format 0x01 records have no history.
   bool tracks_field_versions = false;
   bool has_field_versions = false;
   bson_t field_versions;  // static view; valid when has_field_versions
   bson_t doc;     // static view over the record's bytes; never destroy
+
+  // A static view of the writer block into *out.  REQUIRES: has_writer.
+  void Writer(bson_t* out) const { bson_init_static(out, writer_bytes, writer_len); }
 };
 
 // Errors: DataCorruptionDetected for a bad header or BSON framing.

@@ -88,8 +88,10 @@ void CheckViews(const ExactBuffer& buf, const RecordView& rec) {
   size_t off = 0;
   bson_validate(&rec.doc, BSON_VALIDATE_NONE, &off);
   if (rec.has_writer) {
-    EXPECT_TRUE(Inside(buf, &rec.writer, "writer"));
-    bson_validate(&rec.writer, BSON_VALIDATE_NONE, &off);
+    bson_t writer;
+    rec.Writer(&writer);
+    EXPECT_TRUE(Inside(buf, &writer, "writer"));
+    bson_validate(&writer, BSON_VALIDATE_NONE, &off);
   }
   if (rec.has_field_versions) {
     EXPECT_TRUE(Inside(buf, &rec.field_versions, "field versions"));
@@ -126,7 +128,9 @@ TEST_F(RecordTest, RoundTripsEveryPart) {
   ASSERT_OK(Decode(buf, &rec));
   EXPECT_EQ(rec.version, 5);
   ASSERT_TRUE(rec.has_writer);
-  EXPECT_EQ(Bytes(&rec.writer), Bytes(writer_.bson()));
+  bson_t writer;
+  rec.Writer(&writer);
+  EXPECT_EQ(Bytes(&writer), Bytes(writer_.bson()));
   EXPECT_TRUE(rec.tracks_field_versions);
   ASSERT_TRUE(rec.has_field_versions);
   EXPECT_EQ(Bytes(&rec.field_versions), Bytes(fv_.bson()));
@@ -207,7 +211,9 @@ TEST_F(RecordTest, DecodedViewsBorrowTheInputBytes) {
   ASSERT_OK(Decode(buf, &rec));
   // Static views over the record: no copy.
   const uint8_t* base = buf.begin();
-  EXPECT_EQ(bson_get_data(&rec.writer), base + kRecordHeaderSize);
+  bson_t writer;
+  rec.Writer(&writer);
+  EXPECT_EQ(bson_get_data(&writer), base + kRecordHeaderSize);
   EXPECT_EQ(bson_get_data(&rec.field_versions), base + kRecordHeaderSize + writer_.size() + 4);
   EXPECT_EQ(bson_get_data(&rec.doc), base + enc.size() - doc_.size());
 }
@@ -234,7 +240,9 @@ TEST_F(RecordTest, FormatV1DecodesWithoutFieldVersionTracking) {
   EXPECT_FALSE(rec.tracks_field_versions);
   EXPECT_FALSE(rec.has_field_versions);
   ASSERT_TRUE(rec.has_writer);
-  EXPECT_EQ(Bytes(&rec.writer), Bytes(writer_.bson()));
+  bson_t writer;
+  rec.Writer(&writer);
+  EXPECT_EQ(Bytes(&writer), Bytes(writer_.bson()));
   EXPECT_EQ(Bytes(&rec.doc), Bytes(doc_.bson()));
 }
 
@@ -322,6 +330,11 @@ TEST_F(RecordTest, WriterLengthThatMisframesTheWriterIsCorrupt) {
     bad.replace(9, 4, BE32(w));
     EXPECT_THAT(DecodeBytes(bad), StatusIs(ErrorCode::kDataCorruptionDetected)) << "W = " << w;
   }
+  // The block's own length right but its closing 0x00 not (what
+  // bson_init_static refused before the writer's view became lazy).
+  std::string unterminated = good;
+  unterminated[kRecordHeaderSize + wlen - 1] = 'x';
+  EXPECT_THAT(DecodeBytes(unterminated), StatusIs(ErrorCode::kDataCorruptionDetected));
   // Same for V1.
   std::string v1 = HandMadeV1(1, writer_.bson(), doc_.bson());
   for (uint32_t w : {uint32_t{3}, wlen - 1, wlen + 1}) {

@@ -60,15 +60,20 @@ constexpr size_t kInsertEventExtra = 248;
 constexpr size_t kUpdateEvent = 359;
 constexpr size_t kIdempotencyRecord = 141;
 
+// Collection 1's key prefix: a document's key is this and its encoded _id.
+const std::string kCollection("\x00\x00\x00\x01", 4);
+
 std::string DocKey(int i) {
-  std::string k("\x00\x00\x00\x01\x3c", 5);  // collection 1, a string _id
+  std::string k = kCollection;
+  k.push_back('\x3c');  // a string _id
   k += DocId(i);
   k.push_back('\0');
   return k;
 }
 
 std::string IndexKey(int index, const std::string& value, const std::string* id) {
-  std::string k("\x00\x00\x00\x01\x00\x00\x00", 7);
+  std::string k = kCollection;
+  k.append(3, '\0');
   k.push_back(static_cast<char>(index + 1));
   k += value;
   if (id != nullptr) k += *id;
@@ -93,6 +98,27 @@ std::string Record(const bson_t* d) {
   r[0] = 1;
   r.append(reinterpret_cast<const char*>(bson_get_data(d)), d->len);
   return r;
+}
+
+// One document's keys and values as gatedb stores them.
+struct Prepared {
+  std::string key, id, rec, event, email_key, order_key, category_key;
+};
+
+Prepared PrepareDocument(int i) {
+  bson_t d = BSON_INITIALIZER;
+  BuildDoc(i, &d);
+  Prepared p;
+  p.key = DocKey(i);
+  p.id = p.key.substr(kCollection.size());
+  p.rec = Record(&d);
+  p.event = p.rec;
+  p.event.append(kInsertEventExtra - kRecordHeader, 'e');
+  p.email_key = IndexKey(0, TextValue(Email(i)), nullptr);
+  p.order_key = IndexKey(1, OrderNoValue(i), &p.id);
+  p.category_key = IndexKey(2, TextValue(Category(i)), &p.id);
+  bson_destroy(&d);
+  return p;
 }
 
 struct FloorFixture : Fixture {
@@ -161,21 +187,14 @@ struct FloorFixture : Fixture {
   }
 
   rocksdb::Status AddDocument(int i, rocksdb::WriteBatchBase* w) {
-    bson_t d = BSON_INITIALIZER;
-    BuildDoc(i, &d);
-    std::string key = DocKey(i);
-    std::string id = key.substr(4);
-    std::string rec = Record(&d);
-    std::string event = rec;
-    event.append(kInsertEventExtra - kRecordHeader, 'e');
-    bson_destroy(&d);
+    const Prepared p = PrepareDocument(i);
     std::string jkey;
     PutBE64(++seq, &jkey);
-    rocksdb::Status s = w->Put(docs, key, rec);
-    if (s.ok()) s = w->Put(indexes, IndexKey(0, TextValue(Email(i)), nullptr), id);
-    if (s.ok()) s = w->Put(indexes, IndexKey(1, OrderNoValue(i), &id), id);
-    if (s.ok()) s = w->Put(indexes, IndexKey(2, TextValue(Category(i)), &id), id);
-    if (s.ok()) s = w->Put(journal, jkey, event);
+    rocksdb::Status s = w->Put(docs, p.key, p.rec);
+    if (s.ok()) s = w->Put(indexes, p.email_key, p.id);
+    if (s.ok()) s = w->Put(indexes, p.order_key, p.id);
+    if (s.ok()) s = w->Put(indexes, p.category_key, p.id);
+    if (s.ok()) s = w->Put(journal, jkey, p.event);
     return s;
   }
 };
@@ -188,6 +207,18 @@ void QuietPerfCounters() { rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable); 
 
 // ---- reads ------------------------------------------------------------------
 
+// The document of a point read's record copied out, as a find returns it;
+// false (the case failed) when the read failed.
+bool CopyOut(benchmark::State& state, const rocksdb::Status& s, const rocksdb::PinnableSlice& record) {
+  if (!s.ok()) {
+    Fail(state, s.ToString());
+    return false;
+  }
+  std::string copy(record.data() + kRecordHeader, record.size() - kRecordHeader);
+  benchmark::DoNotOptimize(copy.data());
+  return true;
+}
+
 // FindById's floor: one point read, the value copied out.
 void BM_Floor_FindById(benchmark::State& state) {
   auto fx = SharedFloor(state);
@@ -196,13 +227,7 @@ void BM_Floor_FindById(benchmark::State& state) {
   rocksdb::PinnableSlice v;
   for (auto _ : state) {
     v.Reset();
-    rocksdb::Status s = fx->db->Get(rocksdb::ReadOptions(), fx->docs, DocKey(pick.Next()), &v);
-    if (!s.ok()) {
-      Fail(state, s.ToString());
-      break;
-    }
-    std::string copy(v.data() + kRecordHeader, v.size() - kRecordHeader);
-    benchmark::DoNotOptimize(copy.data());
+    if (!CopyOut(state, fx->db->Get(rocksdb::ReadOptions(), fx->docs, DocKey(pick.Next()), &v), v)) break;
   }
   state.SetItemsProcessed(state.iterations());
   ReportRss(state, *fx);
@@ -223,16 +248,11 @@ void BM_Floor_IndexedFindEq(benchmark::State& state) {
     rocksdb::Status s =
         fx->db->Get(rocksdb::ReadOptions(), fx->indexes, IndexKey(0, TextValue(Email(pick.Next())), nullptr), &entry);
     if (s.ok()) {
-      key.assign("\x00\x00\x00\x01", 4);
+      key = kCollection;
       key.append(entry.data(), entry.size());
       s = fx->db->Get(rocksdb::ReadOptions(), fx->docs, key, &v);
     }
-    if (!s.ok()) {
-      Fail(state, s.ToString());
-      break;
-    }
-    std::string copy(v.data() + kRecordHeader, v.size() - kRecordHeader);
-    benchmark::DoNotOptimize(copy.data());
+    if (!CopyOut(state, s, v)) break;
   }
   state.SetItemsProcessed(state.iterations());
   ReportRss(state, *fx);
@@ -261,7 +281,7 @@ void BM_Floor_IndexedRange100(benchmark::State& state) {
       std::unique_ptr<rocksdb::Iterator> dit(fx->db->NewIterator(ro, fx->docs));
       bool first = true;
       for (ix->Seek(lo); ix->Valid() && ix->key().compare(hi) < 0; ix->Next()) {
-        key.assign("\x00\x00\x00\x01", 4);
+        key = kCollection;
         key.append(ix->value().data(), ix->value().size());
         if (first) {
           dit->Seek(key);
@@ -288,11 +308,6 @@ BENCHMARK(BM_Floor_IndexedRange100)->UseRealTime()->Unit(benchmark::kMicrosecond
 
 // ---- writes -----------------------------------------------------------------
 
-// One insert's keys and values, made before timing.
-struct Prepared {
-  std::string key, rec, event, email_key, order_key, category_key;
-};
-
 // One floor insert with the first `nidx` indexes (not inlined:
 // valgrind --toggle-collect='*FloorInsertOnce*').
 __attribute__((noinline)) rocksdb::Status FloorInsertOnce(FloorFixture* fx, const rocksdb::WriteOptions& wo,
@@ -302,11 +317,10 @@ __attribute__((noinline)) rocksdb::Status FloorInsertOnce(FloorFixture* fx, cons
   rocksdb::Status s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->docs, p.key, &ignored);
   if (s.IsNotFound() && nidx > 0) s = txn->GetForUpdate(rocksdb::ReadOptions(), fx->indexes, p.email_key, &ignored);
   if (!s.IsNotFound()) return rocksdb::Status::Aborted("expected a new key: " + s.ToString());
-  const std::string id = p.key.substr(4);
   s = txn->PutUntracked(fx->docs, p.key, p.rec);
-  if (s.ok() && nidx > 0) s = txn->Put(fx->indexes, p.email_key, id);
-  if (s.ok() && nidx > 1) s = txn->PutUntracked(fx->indexes, p.order_key, id);
-  if (s.ok() && nidx > 2) s = txn->PutUntracked(fx->indexes, p.category_key, id);
+  if (s.ok() && nidx > 0) s = txn->Put(fx->indexes, p.email_key, p.id);
+  if (s.ok() && nidx > 1) s = txn->PutUntracked(fx->indexes, p.order_key, p.id);
+  if (s.ok() && nidx > 2) s = txn->PutUntracked(fx->indexes, p.category_key, p.id);
   std::string jkey;
   PutBE64(++fx->seq, &jkey);
   if (s.ok()) s = txn->PutUntracked(fx->journal, jkey, p.event);
@@ -327,22 +341,7 @@ void BM_Floor_InsertIndexed(benchmark::State& state) {
   std::vector<Prepared> prepared;
   auto prepare = [&] {
     prepared.clear();
-    for (int k = 0; k < kPrepared; ++k) {
-      const int i = NumDocs() + static_cast<int>(++fx->inserted);
-      bson_t d = BSON_INITIALIZER;
-      BuildDoc(i, &d);
-      Prepared p;
-      p.key = DocKey(i);
-      const std::string id = p.key.substr(4);
-      p.rec = Record(&d);
-      p.event = p.rec;
-      p.event.append(kInsertEventExtra - kRecordHeader, 'e');
-      p.email_key = IndexKey(0, TextValue(Email(i)), nullptr);
-      p.order_key = IndexKey(1, OrderNoValue(i), &id);
-      p.category_key = IndexKey(2, TextValue(Category(i)), &id);
-      bson_destroy(&d);
-      prepared.push_back(std::move(p));
-    }
+    for (int k = 0; k < kPrepared; ++k) prepared.push_back(PrepareDocument(NumDocs() + static_cast<int>(++fx->inserted)));
   };
   prepare();
   size_t next = 0;

@@ -186,7 +186,10 @@ DocumentArena::~DocumentArena() {
 
 Document DocumentArena::Copy(const bson_t* from) {
   const size_t need = SlotBytes(from->len);
-  if (copies_++ == 0 || need > kChunkBytes / 4) return Document::Copy(from);
+  if (!copied_ || need > kChunkBytes / 4) {
+    copied_ = true;
+    return Document::Copy(from);
+  }
   if (chunk_ == nullptr || end_ - next_ < need) {
     if (chunk_ != nullptr) Unref(chunk_, reserve_);
     chunk_ = NewChunk(kChunkBytes, kChunkReserve);

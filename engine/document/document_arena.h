@@ -48,7 +48,7 @@ class DocumentArena {
   uintptr_t next_ = 0;              // its first free byte
   uintptr_t end_ = 0;
   uint32_t reserve_ = 0;            // references to chunk_ it holds
-  uint64_t copies_ = 0;
+  bool copied_ = false;             // the first copy (allocated alone) is made
 };
 
 }  // namespace internal

@@ -503,10 +503,10 @@ bool DBImpl::PolicyAllows(const CollectionOptions& opts, const RecordView& rec, 
     case ConflictMode::kSourcePriority: {
       std::string last;
       bson_iter_t it;
-      bson_t writer;
-      if (rec.has_writer) rec.Writer(&writer);
-      if (rec.has_writer && bson_iter_init_find(&it, &writer, "source") && BSON_ITER_HOLDS_UTF8(&it)) {
-        last = bson_iter_utf8(&it, nullptr);
+      if (rec.has_writer) {
+        bson_t writer;
+        rec.Writer(&writer);
+        if (bson_iter_init_find(&it, &writer, "source") && BSON_ITER_HOLDS_UTF8(&it)) last = bson_iter_utf8(&it, nullptr);
       }
       auto rank = [&](const std::string& s) {
         for (size_t i = 0; i < policy.source_priority.size(); ++i) {

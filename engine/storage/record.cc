@@ -19,14 +19,6 @@ void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std:
   out->append(reinterpret_cast<const char*>(bson_get_data(doc)), doc->len);
 }
 
-namespace {
-
-uint32_t DecodeFixed32LE(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
-
-}  // namespace
-
 Status DecodeRecord(std::string_view bytes, RecordView* out) {
   uint8_t format = bytes.empty() ? 0 : static_cast<uint8_t>(bytes[0]);
   if (bytes.size() < kRecordHeaderSize + 5 || (format != kRecordFormatV1 && format != kRecordFormatV2)) {
@@ -42,7 +34,7 @@ Status DecodeRecord(std::string_view bytes, RecordView* out) {
   out->writer_bytes = p;
   out->writer_len = wlen;
   // What bson_init_static checks, without a view nobody may read.
-  if (out->has_writer && (wlen < 5 || DecodeFixed32LE(p) != wlen || p[wlen - 1] != 0)) {
+  if (out->has_writer && (wlen < 5 || DecodeFixed32LE(reinterpret_cast<const char*>(p)) != wlen || p[wlen - 1] != 0)) {
     return Status(ErrorCode::kDataCorruptionDetected, "bad document record writer block");
   }
   size_t used = kRecordHeaderSize + wlen;

@@ -302,6 +302,18 @@ class DBImpl {
   // Errors: WriteConcernFailed when the fsync fails (the write is applied
   // but may not survive a power loss).
   Status SyncCommitted(bool sync);
+  // How group commit has done since open: durable acknowledgements (each
+  // write or replay answered after an fsync), the fsyncs that covered them,
+  // and the durable writes in flight now.
+  struct GroupCommitCounts {
+    uint64_t durable_acks = 0;
+    uint64_t wal_syncs = 0;
+    int in_flight = 0;
+  };
+  GroupCommitCounts GroupCommitStats();
+  // Whether a request with these options commits durably by itself (not
+  // inside a transaction).
+  bool DurableRequest(const WriteOptionsInternal& w) const { return w.scope == nullptr && (w.sync || options_.sync); }
 
   const Options& options() const { return options_; }
   // The clock in force (Options::clock_ms, or the system clock).
@@ -579,24 +591,41 @@ class DBImpl {
   // whose commit it covers wait for it instead of syncing again.
   Mutex sync_mu_;
   CondVar sync_cv_;         // followers: an fsync ended
-  CondVar sync_leader_cv_;  // the leader: the commits in flight landed
+  CondVar sync_leader_cv_;  // the leader: the durable writes in flight committed
   bool syncing_ GATEDB_GUARDED_BY(sync_mu_) = false;
   bool sync_leader_waiting_ GATEDB_GUARDED_BY(sync_mu_) = false;
-  // Commits waiting for or holding commit_mu_ (InFlightCommit).
-  std::atomic<int> commits_in_flight_{0};
-  // How long a group-commit leader waits at most for commits in flight.
+  // How long the last fsync took: a leader waits for the writes in flight
+  // at most that long (never more than kGroupCommitWaitMicros), since
+  // waiting longer would cost more than a second fsync.
+  int64_t last_sync_micros_ GATEDB_GUARDED_BY(sync_mu_) = kGroupCommitWaitMicros;
+  // Durable writes in flight (DurableWrite): from the start of a durable
+  // write request, or of a durable commit, until it committed or failed.
+  std::atomic<int> durable_in_flight_{0};
+  // How long a group-commit leader waits at most for writes in flight.
   static constexpr int kGroupCommitWaitMicros = 1000;
-  class InFlightCommit {
+  // Counts a durable write as in flight while it lives, so that a
+  // group-commit leader lets it commit before fsyncing (one fsync then
+  // covers it).  Counts nothing when `durable` is false, or when the
+  // thread's write is already counted (a request's own commit).  The count
+  // ends at the first of: destruction, Release(), or SyncCommitted on this
+  // thread (a writer waiting for an fsync must not be waited for).
+  class DurableWrite {
    public:
-    explicit InFlightCommit(DBImpl* db);
-    ~InFlightCommit();
-    InFlightCommit(const InFlightCommit&) = delete;
-    InFlightCommit& operator=(const InFlightCommit&) = delete;
+    DurableWrite(DBImpl* db, bool durable);
+    ~DurableWrite() { Release(); }
+    DurableWrite(const DurableWrite&) = delete;
+    DurableWrite& operator=(const DurableWrite&) = delete;
+    void Release();
+    // Ends the count of this thread's durable write in `db`, if any.
+    static void ReleaseCurrent(const DBImpl* db);
 
    private:
-    DBImpl* const db_;
+    static thread_local DurableWrite* current_;  // this thread's counted write
+    DBImpl* db_ = nullptr;                       // null: nothing counted (or released)
   };
   uint64_t synced_rocks_seq_ GATEDB_GUARDED_BY(sync_mu_) = 0;  // durable up to this RocksDB sequence
+  uint64_t durable_acks_ GATEDB_GUARDED_BY(sync_mu_) = 0;
+  uint64_t wal_syncs_ GATEDB_GUARDED_BY(sync_mu_) = 0;
 
   // The TTL monitor (db_impl_ttl.cc).
   void TtlLoop();

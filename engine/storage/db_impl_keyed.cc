@@ -105,6 +105,7 @@ StatusOr<Document> DBImpl::RunKeyed(const KeyedCall& call, WriteScope* scope, bo
 StatusOr<InsertResult> DBImpl::Insert(const InsertRequest& req) {
   std::optional<WriteOptionsInternal> admitted;
   ASSIGN_OR_RETURN(const WriteOptionsInternal* w, AdmitWrite(req.ns, {auth::Action::kInsert}, req.write, &admitted));
+  DurableWrite durable(this, DurableRequest(*w));
   if (!w->keyed()) return InsertWith(req, *w);
   return RunKeyedRequest<InsertResult>(
       req, *w, [&](const WriteOptionsInternal& sw) { return InsertWith(req, sw); },
@@ -122,6 +123,7 @@ StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
     if (!r.ok()) return r.status();
     w = *r;
   }
+  DurableWrite durable(this, DurableRequest(*w));
   if (!w->keyed()) return UpdateWith(req, *w);
   return RunKeyedRequest<UpdateWriteResult>(
       req, *w, [&](const WriteOptionsInternal& sw) { return UpdateWith(req, sw); },
@@ -131,6 +133,7 @@ StatusOr<UpdateWriteResult> DBImpl::Update(const UpdateRequest& req) {
 StatusOr<DeleteWriteResult> DBImpl::Delete(const DeleteRequest& req) {
   std::optional<WriteOptionsInternal> admitted;
   ASSIGN_OR_RETURN(const WriteOptionsInternal* w, AdmitWrite(req.ns, {auth::Action::kRemove}, req.write, &admitted));
+  DurableWrite durable(this, DurableRequest(*w));
   if (!w->keyed()) return DeleteWith(req, *w);
   return RunKeyedRequest<DeleteWriteResult>(
       req, *w, [&](const WriteOptionsInternal& sw) { return DeleteWith(req, sw); },
@@ -148,6 +151,7 @@ StatusOr<FindAndModifyResult> DBImpl::FindAndModify(const FindAndModifyRequest& 
     if (!r.ok()) return r.status();
     w = *r;
   }
+  DurableWrite durable(this, DurableRequest(*w));
   if (!w->keyed()) return FindAndModifyWith(req, *w);
   return RunKeyedRequest<FindAndModifyResult>(
       req, *w, [&](const WriteOptionsInternal& sw) { return FindAndModifyWith(req, sw); },

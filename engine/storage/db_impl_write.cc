@@ -266,12 +266,12 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
     txn->SetWriteOptions(relaxed);
   }
   {
-    // A durable commit is counted while it waits for and holds commit_mu_,
-    // so that a group-commit leader can let the durable commits in flight
-    // land before its fsync.  Plain commits are left out of the count (and
-    // its mutex): a plain commit that meets an fsync only waits for it.
-    std::optional<InFlightCommit> in_flight;
-    if (durable) in_flight.emplace(this);
+    // A durable commit is counted while it waits for and holds commit_mu_
+    // (a durable request already is, from its start), so that a
+    // group-commit leader can let it land before its fsync.  Plain commits
+    // are left out of the count: a plain commit that meets an fsync only
+    // waits for it.
+    DurableWrite in_flight(this, durable);
     MutexLock lock(&commit_mu_);
     std::vector<uint64_t> seqs;
     seqs.reserve(events->size());
@@ -294,20 +294,37 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
   return durable ? SyncCommitted(true) : Status::OK();
 }
 
-DBImpl::InFlightCommit::InFlightCommit(DBImpl* db) : db_(db) {
-  db_->commits_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+// The durable write this thread has counted (at most one at a time).
+thread_local DBImpl::DurableWrite* DBImpl::DurableWrite::current_ = nullptr;
+
+DBImpl::DurableWrite::DurableWrite(DBImpl* db, bool durable) {
+  if (!durable || current_ != nullptr) return;
+  db_ = db;
+  current_ = this;
+  db_->durable_in_flight_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-DBImpl::InFlightCommit::~InFlightCommit() {
-  if (db_->commits_in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    MutexLock l(&db_->sync_mu_);
+void DBImpl::DurableWrite::Release() {
+  if (db_ == nullptr) return;
+  DBImpl* db = db_;
+  db_ = nullptr;
+  current_ = nullptr;
+  if (db->durable_in_flight_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    MutexLock l(&db->sync_mu_);
     // Only the leader waits for this; the followers sleep on until its
     // fsync ends.
-    if (db_->sync_leader_waiting_) db_->sync_leader_cv_.Signal();
+    if (db->sync_leader_waiting_) db->sync_leader_cv_.Signal();
   }
 }
 
+void DBImpl::DurableWrite::ReleaseCurrent(const DBImpl* db) {
+  if (current_ != nullptr && current_->db_ == db) current_->Release();
+}
+
 Status DBImpl::SyncCommitted(bool sync) {
+  // This thread's write is done: the leader must not wait for it (it may be
+  // the leader, or wait for the leader's fsync).
+  DurableWrite::ReleaseCurrent(this);
   if (!sync && !options_.sync) return Status::OK();
   // Everything up to this RocksDB sequence is committed, hence written to
   // the WAL file: it is what the caller needs durable.
@@ -316,7 +333,10 @@ Status DBImpl::SyncCommitted(bool sync) {
   {
     MutexLock l(&sync_mu_);
     for (;;) {
-      if (synced_rocks_seq_ >= needed) return Status::OK();
+      if (synced_rocks_seq_ >= needed) {
+        ++durable_acks_;
+        return Status::OK();
+      }
       if (!syncing_) break;
       sync_cv_.Wait(&sync_mu_);  // the running fsync may cover us; look again after it
     }
@@ -324,11 +344,13 @@ Status DBImpl::SyncCommitted(bool sync) {
     // Group commit: the fsync below is a write in RocksDB's write queue, and
     // a commit that reaches the queue during it waits for it while holding
     // commit_mu_ (so every other committer waits too).  The leader therefore
-    // first lets the commits already in flight land, briefly, so that this
-    // one fsync covers them instead of each starting its own.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kGroupCommitWaitMicros);
+    // first lets the durable writes in flight commit, so that this one fsync
+    // covers them instead of each starting its own: writes still being
+    // prepared too (with many writers, most of them are), for at most as
+    // long as an fsync takes.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(last_sync_micros_);
     sync_leader_waiting_ = true;
-    while (commits_in_flight_.load(std::memory_order_acquire) > 0) {
+    while (durable_in_flight_.load(std::memory_order_acquire) > 0) {
       if (!sync_leader_cv_.WaitUntil(&sync_mu_, deadline)) break;
     }
     sync_leader_waiting_ = false;
@@ -341,11 +363,19 @@ Status DBImpl::SyncCommitted(bool sync) {
   rocksdb::WriteOptions sync_wo;
   sync_wo.sync = true;
   rocksdb::WriteBatch empty;
+  const auto sync_start = std::chrono::steady_clock::now();
   rocksdb::Status rs = db_->GetBaseDB()->Write(sync_wo, &empty);
+  const int64_t took =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - sync_start).count();
   {
     MutexLock l(&sync_mu_);
     syncing_ = false;
-    if (rs.ok()) synced_rocks_seq_ = std::max(synced_rocks_seq_, target);
+    last_sync_micros_ = std::clamp<int64_t>(took, 1, kGroupCommitWaitMicros);
+    if (rs.ok()) {
+      synced_rocks_seq_ = std::max(synced_rocks_seq_, target);
+      ++wal_syncs_;
+      ++durable_acks_;
+    }
   }
   sync_cv_.SignalAll();
   if (!rs.ok()) {
@@ -354,6 +384,15 @@ Status DBImpl::SyncCommitted(bool sync) {
                       rs.ToString() + "); it may not survive a power loss");
   }
   return Status::OK();
+}
+
+DBImpl::GroupCommitCounts DBImpl::GroupCommitStats() {
+  GroupCommitCounts c;
+  MutexLock l(&sync_mu_);
+  c.durable_acks = durable_acks_;
+  c.wal_syncs = wal_syncs_;
+  c.in_flight = durable_in_flight_.load(std::memory_order_acquire);
+  return c;
 }
 
 Status DBImpl::FinishWrite(const WriteOptionsInternal& w, Txn& txn, std::vector<PendingEvent>* events) {

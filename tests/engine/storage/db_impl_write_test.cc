@@ -151,6 +151,13 @@ TEST_F(GroupCommitTest, ConcurrentDurableInsertsAreAllThereWithOneEventEach) {
   }
   // Distinct _ids on a healthy disk: every durable insert is acknowledged.
   EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kPerThread));
+  // Each acknowledgement came after an fsync that covered it; writers
+  // running at once shared fsyncs; no write is left counted in flight.
+  DBImpl::GroupCommitCounts gc = db->GroupCommitStats();
+  EXPECT_EQ(gc.durable_acks, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_GE(gc.wal_syncs, 1u);
+  EXPECT_LT(gc.wal_syncs, gc.durable_acks);
+  EXPECT_EQ(gc.in_flight, 0);
 
   CheckStore(db.get(), all);
   // A durable acknowledgement means the data outlives the process's
@@ -159,6 +166,130 @@ TEST_F(GroupCommitTest, ConcurrentDurableInsertsAreAllThereWithOneEventEach) {
   db = OpenDb(dir_.path(), opts);
   ASSERT_NE(db, nullptr);
   CheckStore(db.get(), all);
+}
+
+// Durable writes of every kind from many threads, with the paths that end
+// a write early: a keyed retry answered from the idempotency log (it waits
+// for an fsync itself), a duplicate key, an update that matches nothing, a
+// findAndModify and a delete.  A group-commit leader waits for the durable
+// writes in flight; each of them must stop being counted however it ends.
+TEST_F(GroupCommitTest, EveryKindOfDurableWriteEndsItsCountAndIsAcknowledgedOnce) {
+  constexpr int kWriters = 8;
+  constexpr int kRounds = 10;
+  std::unique_ptr<DBImpl> db = OpenDb(dir_.path(), Options());
+  ASSERT_NE(db, nullptr);
+
+  std::atomic<bool> go{false};
+  std::vector<std::string> failures(kWriters);
+  std::vector<int> expected_acks(kWriters, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&, t] {
+      auto fail = [&](const std::string& what) { failures[t] += what + "; "; };
+      WriteOptionsInternal durable;
+      durable.sync = true;
+      durable.context.agent_id = "writer-" + std::to_string(t);
+      while (!go.load()) std::this_thread::yield();
+      for (int i = 0; i < kRounds; ++i) {
+        const std::string id = Id(t, i);
+        // A keyed insert, then its retry: one document, the same answer.
+        InsertRequest ins;
+        ins.ns = kNs;
+        ins.write = durable;
+        ins.write.context.task_id = "task-" + std::to_string(t);
+        ins.write.context.write_seq = i;
+        ins.documents.push_back(Json(R"({"_id": ")" + id + R"(", "thread": )" + std::to_string(t) +
+                                     R"(, "i": )" + std::to_string(i) + "}"));
+        for (int attempt = 0; attempt < 2; ++attempt) {
+          auto r = db->Insert(ins);
+          if (!r.ok() || r->n != 1 || r->replayed != (attempt == 1)) {
+            fail("keyed insert " + id + " attempt " + std::to_string(attempt) + ": " +
+                 (r.ok() ? "n=" + std::to_string(r->n) : r.status().ToString()));
+          }
+          ++expected_acks[t];
+        }
+        // Every writer inserts the same _id: one of them wins, the others
+        // get DuplicateKey and write nothing.  An insert request is answered
+        // after an fsync either way (as MongoDB waits for the journal with
+        // j: true when a write failed).
+        InsertRequest dup;
+        dup.ns = kNs;
+        dup.write = durable;
+        dup.documents.push_back(Json(R"({"_id": "shared-)" + std::to_string(i) + R"("})"));
+        auto d = db->Insert(dup);
+        if (!d.ok()) {
+          fail("shared insert: " + d.status().ToString());
+        } else if (d->n != 1 &&
+                   (d->write_errors.empty() || d->write_errors[0].status.code() != ErrorCode::kDuplicateKey)) {
+          fail("shared insert without DuplicateKey");
+        }
+        ++expected_acks[t];
+        // An update that matches nothing commits nothing.
+        UpdateRequest none;
+        none.ns = kNs;
+        none.write = durable;
+        UpdateStatement st;
+        st.q = Json(R"({"_id": "absent"})");
+        st.u = Json(R"({"$set": {"x": 1}})");
+        none.updates.push_back(std::move(st));
+        auto u = db->Update(none);
+        if (!u.ok() || u->n != 0) fail("update of nothing");
+        // findAndModify on the writer's own document, then its delete.
+        FindAndModifyRequest fam;
+        fam.ns = kNs;
+        fam.write = durable;
+        fam.query = Json(R"({"_id": ")" + id + R"("})");
+        fam.update = Json(R"({"$set": {"seen": true}})");
+        auto f = db->FindAndModify(fam);
+        if (!f.ok() || f->n != 1) fail("findAndModify " + id);
+        ++expected_acks[t];
+        if (i % 2 == 1) {
+          DeleteRequest del;
+          del.ns = kNs;
+          del.write = durable;
+          DeleteStatement ds;
+          ds.q = Json(R"({"_id": ")" + id + R"("})");
+          ds.limit = 1;
+          del.deletes.push_back(std::move(ds));
+          auto r = db->Delete(del);
+          if (!r.ok() || r->n != 1) fail("delete " + id);
+          ++expected_acks[t];
+        }
+      }
+    });
+  }
+  go = true;
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kWriters; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+
+  DBImpl::GroupCommitCounts gc = db->GroupCommitStats();
+  EXPECT_EQ(gc.in_flight, 0);
+  int acks = 0;
+  for (int n : expected_acks) acks += n;
+  EXPECT_EQ(gc.durable_acks, static_cast<uint64_t>(acks));
+  EXPECT_LT(gc.wal_syncs, gc.durable_acks);
+
+  // What is left: the even rounds' documents, each updated once, and one
+  // document per shared _id.
+  FindRequest find;
+  find.ns = kNs;
+  auto found = db->Find(find);
+  ASSERT_OK(found);
+  std::set<std::string> ids;
+  for (const Document& doc : found->docs) {
+    std::string id = IdString(doc.bson());
+    ids.insert(id);
+    if (id.rfind("shared-", 0) != 0) {
+      EXPECT_TRUE(TypeIs(doc.bson(), "seen", BSON_TYPE_BOOL)) << doc.ToJson();
+      EXPECT_EQ(test::IntAt(doc.bson(), "version"), 1) << doc.ToJson();
+    }
+  }
+  std::set<std::string> want;
+  for (int t = 0; t < kWriters; ++t) {
+    for (int i = 0; i < kRounds; i += 2) want.insert(Id(t, i));
+  }
+  for (int i = 0; i < kRounds; ++i) want.insert("shared-" + std::to_string(i));
+  EXPECT_EQ(ids, want);
 }
 
 // ---- No lost update --------------------------------------------------------

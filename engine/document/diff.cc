@@ -72,7 +72,65 @@ void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ign
 
 void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
                        const std::string& ignore, std::vector<std::string>* paths) {
-  DiffInto(before, after, "", ignore, 0, &fields, paths);
+  // DiffInto's two walks, cut to what an operator update needs: one walk of
+  // `before`, its names matched against the few listed fields by length
+  // first; `after` is searched only for a listed field that was there, and
+  // walked only when a listed field was not in `before` (an added field).
+  constexpr size_t kMaxListed = 64;
+  if (fields.size() > kMaxListed) {
+    DiffInto(before, after, "", ignore, 0, &fields, paths);
+    return;
+  }
+  bool seen[kMaxListed] = {};
+  bson_iter_t ib, ia;
+  if (!bson_iter_init(&ib, before)) return;
+  while (bson_iter_next(&ib)) {
+    const uint32_t len = bson_iter_key_len(&ib);
+    const char* key = bson_iter_key(&ib);
+    size_t f = 0;
+    for (; f < fields.size(); ++f) {
+      if (fields[f].size() == len && std::memcmp(fields[f].data(), key, len) == 0) break;
+    }
+    if (f == fields.size() || (ignore.size() == len && std::memcmp(ignore.data(), key, len) == 0)) continue;
+    seen[f] = true;
+    if (!bson_iter_init_find_w_len(&ia, after, key, static_cast<int>(len))) {
+      paths->emplace_back(key, len);  // removed
+      continue;
+    }
+    if (SameValueBytes(&ib, &ia)) continue;
+    std::string path(key, len);
+    if (BSON_ITER_HOLDS_DOCUMENT(&ib) && BSON_ITER_HOLDS_DOCUMENT(&ia)) {
+      uint32_t lb = 0, la = 0;
+      const uint8_t *db = nullptr, *da = nullptr;
+      bson_iter_document(&ib, &lb, &db);
+      bson_iter_document(&ia, &la, &da);
+      bson_t sb, sa;
+      if (bson_init_static(&sb, db, lb) && bson_init_static(&sa, da, la)) {
+        size_t before_count = paths->size();
+        DiffInto(&sb, &sa, path, ignore, 1, nullptr, paths);
+        // Same bytes but reordered fields show no sub-path: the parent changed.
+        if (paths->size() == before_count) paths->push_back(std::move(path));
+        continue;
+      }
+    }
+    paths->push_back(std::move(path));
+  }
+  bool any_unseen = false;
+  for (size_t f = 0; f < fields.size(); ++f) any_unseen |= !seen[f] && fields[f] != ignore;
+  if (!any_unseen) return;
+  // Added fields, in the order of `after` (as DiffInto's second walk).
+  if (!bson_iter_init(&ia, after)) return;
+  while (bson_iter_next(&ia)) {
+    const uint32_t len = bson_iter_key_len(&ia);
+    const char* key = bson_iter_key(&ia);
+    for (size_t f = 0; f < fields.size(); ++f) {
+      if (!seen[f] && fields[f].size() == len && std::memcmp(fields[f].data(), key, len) == 0 &&
+          fields[f] != ignore) {
+        paths->emplace_back(key, len);
+        break;
+      }
+    }
+  }
 }
 
 bool HasDuplicateTopLevelNames(const bson_t* doc) {

@@ -164,6 +164,7 @@ Status ApplyRename(const Op& op, ApplyState* st, Cursor* c) {
     dest->value = moved->value;
     dest->children = moved->children;
     dest->trusted = false;
+    dest->raw = nullptr;
   } else {
     RETURN_IF_ERROR(CreatePath(st, c, moved));
   }

@@ -393,6 +393,7 @@ void MNode::SetValue(const bson_value_t& v, bool trusted_value) {
   value = v;
   children.clear();
   trusted = trusted_value;
+  raw = nullptr;
 }
 
 ApplyState::ApplyState(const bson_t* doc, int64_t now_millis, bool is_insert)
@@ -400,11 +401,15 @@ ApplyState::ApplyState(const bson_t* doc, int64_t now_millis, bool is_insert)
   root_ = NewNode();
   root_->kind = MNode::Kind::kDoc;
   root_->trusted = true;
+  root_->children.reserve(16);  // most documents: one allocation
   bson_iter_t it;
   if (doc != nullptr && bson_iter_init(&it, doc)) {
     while (bson_iter_next(&it)) {
       MNode* child = NewValueNode(*bson_iter_value(&it));
       child->trusted = true;
+      // bson_iter_t's off and next_off (public fields) bound the element.
+      child->raw = it.raw + it.off;
+      child->raw_len = it.next_off - it.off;
       root_->children.push_back(
           MChild{std::string_view(bson_iter_key(&it), bson_iter_key_len(&it)), child});
     }
@@ -560,6 +565,56 @@ Status ApplyState::AppendChildren(MNode* n, bson_t* out, int level) {
     return Status::OK();
   }
   for (const MChild& c : n->children) RETURN_IF_ERROR(AppendNode(out, c.name, c.node, level));
+  return Status::OK();
+}
+
+bool ApplyState::RawUsable(const MChild& c) {
+  const MNode* n = c.node;
+  if (n->raw == nullptr || n->kind != MNode::Kind::kValue || !n->trusted) return false;
+  // The element still says what the node holds, under the child's name.
+  const size_t name_len = c.name.size();
+  return n->raw_len > name_len + 1 && n->raw[0] == static_cast<uint8_t>(n->value.value_type) &&
+         std::memcmp(n->raw + 1, c.name.data(), name_len) == 0 && n->raw[1 + name_len] == '\0';
+}
+
+Status ApplyState::AppendRoot(bson_t* out) {
+  if (out->len != 5) return AppendChildren(root_, out, 1);
+  // The document is assembled here, then handed to `out` whole.
+  std::string doc(4, '\0');
+  size_t raw_bytes = 0;
+  for (const MChild& c : root_->children) raw_bytes += RawUsable(c) ? c.node->raw_len : 0;
+  doc.reserve(raw_bytes + 256);
+  bson_t changed;  // one changed field at a time, appended as AppendChildren would
+  bool changed_used = false;
+  for (const MChild& c : root_->children) {
+    if (RawUsable(c)) {
+      doc.append(reinterpret_cast<const char*>(c.node->raw), c.node->raw_len);
+      continue;
+    }
+    if (changed_used) {
+      bson_reinit(&changed);
+    } else {
+      bson_init(&changed);
+      changed_used = true;
+    }
+    Status s = AppendNode(&changed, c.name, c.node, 1);
+    if (s.ok()) doc.append(reinterpret_cast<const char*>(bson_get_data(&changed)) + 4, changed.len - 5);
+    if (!s.ok()) {
+      bson_destroy(&changed);
+      return s;
+    }
+  }
+  if (changed_used) bson_destroy(&changed);
+  doc.push_back('\0');
+  if (doc.size() > static_cast<size_t>(INT32_MAX)) {
+    return Status(ErrorCode::kBSONObjectTooLarge, "Resulting document after update is larger than " +
+                                                      std::to_string(kMaxDocumentSize));
+  }
+  const uint32_t len = static_cast<uint32_t>(doc.size());
+  for (int i = 0; i < 4; ++i) doc[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+  uint8_t* dst = bson_reserve_buffer(out, len);  // `out` is empty: documented use
+  if (dst == nullptr) return AppendChildren(root_, out, 1);
+  std::memcpy(dst, doc.data(), len);
   return Status::OK();
 }
 

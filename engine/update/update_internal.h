@@ -183,6 +183,11 @@ struct MNode {
   bool trusted = false;
   bson_value_t value{};  // borrowed bytes (document, update, or ApplyState)
   std::vector<MChild> children;
+  // A top-level field of the original document that no operator changed:
+  // its whole element (type, name, value) in the original's bytes, copied
+  // as one block on output.  Cleared by any change to the node.
+  const uint8_t* raw = nullptr;
+  uint32_t raw_len = 0;
 
   bool IsDocLike() const;    // a document, expanded or not
   bool IsArrayLike() const;  // an array, expanded or not
@@ -226,8 +231,15 @@ class ApplyState {
   // checking the nesting limit.  `level` is the depth of the children.
   // Errors: Overflow, BSONObjectTooLarge.
   Status AppendChildren(MNode* n, bson_t* out, int level);
+  // The root's children as a whole document into `out`: the unchanged
+  // top-level fields of the original are copied as byte blocks, the others
+  // appended as AppendChildren would (it is used when `out` is not empty).
+  // The bytes are AppendChildren's.  Errors: those of AppendChildren.
+  Status AppendRoot(bson_t* out);
 
  private:
+  // Whether `c` (a child of the root) can be copied from the original.
+  static bool RawUsable(const MChild& c);
   Status AppendNode(bson_t* out, std::string_view key, MNode* n, int level);
 
   std::deque<MNode> arena_;

@@ -99,7 +99,9 @@ bool ElementUtf8Ok(const bson_iter_t* it) {
 // and a second walk of every string; validate_test holds this walk to
 // refusing everything bson_validate refuses.
 WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
-  std::vector<AlignedIter> stack(1);
+  std::vector<AlignedIter> stack;
+  stack.reserve(8);  // one allocation for most documents' depth
+  stack.emplace_back();
   if (!bson_iter_init_from_data(&stack.back().it, data, len)) return WalkResult::kMalformed;
   while (!stack.empty()) {
     bson_iter_t* it = &stack.back().it;
@@ -252,15 +254,18 @@ Status CheckSize(const bson_t* doc) {
   return Status::OK();
 }
 
-bool Listed(const std::vector<std::string>& fields, const char* name) {
+bool Listed(const std::vector<std::string>& fields, const char* name, size_t len) {
   for (const std::string& f : fields) {
-    if (f == name) return true;
+    if (f.size() == len && std::memcmp(f.data(), name, len) == 0) return true;
   }
   return false;
 }
 
-// The top-level rules (names, _id) on every field, or on those in `only`.
-Status CheckTopLevelNames(const bson_t* doc, const std::vector<std::string>* only);
+// The top-level rules (names, _id) on one field; `seen_id` carries whether
+// an _id came before.
+Status CheckTopLevelName(bson_iter_t* it, const char* name, bool* seen_id);
+// The top-level rules on every field.
+Status CheckTopLevelNames(const bson_t* doc);
 
 }  // namespace
 
@@ -269,7 +274,7 @@ Status ValidateForStorage(const bson_t* doc) {
   RETURN_IF_ERROR(WalkStatus(
       WalkFields(bson_get_data(doc), doc->len, kMaxStorageNestingDepth),
       "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
-  return CheckTopLevelNames(doc, nullptr);
+  return CheckTopLevelNames(doc);
 }
 
 Status ValidateStampedDocument(const bson_t* doc, const std::string& version_field) {
@@ -289,8 +294,13 @@ Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& 
   RETURN_IF_ERROR(CheckSize(doc));
   bson_iter_t it;
   if (!bson_iter_init(&it, doc)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
+  // One walk; a name error is answered only when no field's value is
+  // malformed, as if the names were checked in a second walk.
+  Status name_error;
+  bool seen_id = false;
   while (bson_iter_next(&it)) {
-    if (!Listed(fields, bson_iter_key(&it))) continue;
+    const char* name = bson_iter_key(&it);
+    if (!Listed(fields, name, bson_iter_key_len(&it))) continue;
     if (!ElementUtf8Ok(&it)) return WalkStatus(WalkResult::kBadUtf8, "");
     if (IsContainer(bson_iter_type(&it))) {
       uint32_t len = 0;
@@ -306,34 +316,34 @@ Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& 
           WalkFields(data, len, kMaxStorageNestingDepth - 1),
           "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
     }
+    if (name_error.ok()) name_error = CheckTopLevelName(&it, name, &seen_id);
   }
-  return CheckTopLevelNames(doc, &fields);
+  return name_error;
 }
 
 namespace {
 
-Status CheckTopLevelNames(const bson_t* doc, const std::vector<std::string>* only) {
+Status CheckTopLevelName(bson_iter_t* it, const char* name, bool* seen_id) {
+  if (name[0] == '\0') {
+    return Status(ErrorCode::kEmptyFieldName, "Document can't have an empty top-level field name");
+  }
+  if (name[0] == '$') {
+    return Status(ErrorCode::kDollarPrefixedFieldName,
+                  std::string("Document can't have $ prefixed field names: ") + name);
+  }
+  if (std::strcmp(name, "_id") == 0) {
+    if (*seen_id) return Status(ErrorCode::kBadValue, "can't have multiple _id fields in one document");
+    *seen_id = true;
+    RETURN_IF_ERROR(ValidateIdValue(*bson_iter_value(it)));
+  }
+  return Status::OK();
+}
+
+Status CheckTopLevelNames(const bson_t* doc) {
   bson_iter_t it;
   if (!bson_iter_init(&it, doc)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
   bool seen_id = false;
-  while (bson_iter_next(&it)) {
-    const char* name = bson_iter_key(&it);
-    if (only != nullptr && !Listed(*only, name)) continue;
-    if (name[0] == '\0') {
-      return Status(ErrorCode::kEmptyFieldName, "Document can't have an empty top-level field name");
-    }
-    if (name[0] == '$') {
-      return Status(ErrorCode::kDollarPrefixedFieldName,
-                    std::string("Document can't have $ prefixed field names: ") + name);
-    }
-    if (std::strcmp(name, "_id") == 0) {
-      if (seen_id) {
-        return Status(ErrorCode::kBadValue, "can't have multiple _id fields in one document");
-      }
-      seen_id = true;
-      RETURN_IF_ERROR(ValidateIdValue(*bson_iter_value(&it)));
-    }
-  }
+  while (bson_iter_next(&it)) RETURN_IF_ERROR(CheckTopLevelName(&it, bson_iter_key(&it), &seen_id));
   return Status::OK();
 }
 

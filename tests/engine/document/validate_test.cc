@@ -235,6 +235,20 @@ TEST(ValidateWrittenFieldsTest, ChecksTheListedFieldsWhole) {
   EXPECT_THAT(ValidateWrittenFields(dollar.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
   Document array_id = test::Json(R"({"_id": [1]})");
   EXPECT_THAT(ValidateWrittenFields(array_id.bson(), {"_id"}), StatusIs(ErrorCode::kInvalidIdField));
+
+  // A malformed value anywhere among the written fields is answered before
+  // a bad name, whichever comes first in the document (one walk does both,
+  // as ValidateForStorage walks the values before it checks the names).
+  b = bson_new();
+  BSON_APPEND_INT32(b, "$x", 1);
+  bson_append_utf8(b, "t", 1, "\xff", 1);
+  Document name_then_value = Document::Adopt(b);
+  EXPECT_THAT(ValidateWrittenFields(name_then_value.bson(), {"$x", "t"}), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_EQ(ValidateForStorage(name_then_value.bson()).code(), ErrorCode::kInvalidBSON);
+  EXPECT_THAT(ValidateWrittenFields(name_then_value.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
+  // Of two bad names, the first in the document.
+  Document two_names = test::Json(R"({"_id": [1], "$y": 1})");
+  EXPECT_THAT(ValidateWrittenFields(two_names.bson(), {"$y", "_id"}), StatusIs(ErrorCode::kInvalidIdField));
 }
 
 // A stamped document (an insert's, with its _id and version added) is

@@ -526,6 +526,40 @@ bool ParseSort(const bson_t* sort, std::vector<SortField>* out) {
   return true;
 }
 
+// An interval's endpoint as the other end shows it: "[6" <-> "6]",
+// "(6" <-> "6)".
+std::string FlipEndpoint(const std::string& text, bool was_low) {
+  if (text.empty()) return text;
+  if (was_low) {
+    const char bracket = text.front() == '(' ? ')' : ']';
+    return text.substr(1) + bracket;
+  }
+  const char bracket = text.back() == ')' ? '(' : '[';
+  return bracket + text.substr(0, text.size() - 1);
+}
+
+// explain's indexBounds: each field's intervals in the order the scan meets
+// them, as MongoDB shows them (a descending field scanned forward, or an
+// ascending one scanned backward, lists its intervals from high to low,
+// each written high end first: "[inf.0, 6]", "[MaxKey, MinKey]").
+Document ExplainBounds(const IndexSpec& index, const std::vector<std::optional<RangeSet>>& sets, bool reverse) {
+  bson_t* bounds = bson_new();
+  for (size_t i = 0; i < index.fields.size(); ++i) {
+    bson_t arr;
+    bson_append_array_begin(bounds, index.fields[i].path.c_str(), -1, &arr);
+    RangeSet shown = sets[i] ? *sets[i] : RangeSet{Everything()};
+    const bool high_first = index.fields[i].descending != reverse;
+    for (size_t k = 0; k < shown.size(); ++k) {
+      const VRange& r = shown[high_first ? shown.size() - 1 - k : k];
+      std::string text = high_first ? FlipEndpoint(r.hi_text, false) + ", " + FlipEndpoint(r.lo_text, true)
+                                    : r.lo_text + ", " + r.hi_text;
+      BSON_APPEND_UTF8(&arr, std::to_string(k).c_str(), text.c_str());
+    }
+    bson_append_array_end(bounds, &arr);
+  }
+  return Document::Adopt(bounds);
+}
+
 // Builds the scan of `index` from the path bounds.
 IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::vector<SortField>& sort,
                     const IndexSpec& index, bool explain) {
@@ -546,21 +580,6 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
     if (set) ++scan.bounded_fields;
   }
   scan.leading_bounded = !sets.empty() && sets[0].has_value();
-  if (explain) {
-    bson_t* bounds = bson_new();
-    for (size_t i = 0; i < index.fields.size(); ++i) {
-      bson_t arr;
-      bson_append_array_begin(bounds, index.fields[i].path.c_str(), -1, &arr);
-      RangeSet shown = sets[i] ? *sets[i] : RangeSet{Everything()};
-      for (size_t k = 0; k < shown.size(); ++k) {
-        std::string text = shown[k].lo_text + ", " + shown[k].hi_text;
-        BSON_APPEND_UTF8(&arr, std::to_string(k).c_str(), text.c_str());
-      }
-      bson_append_array_end(bounds, &arr);
-    }
-    scan.bounds = Document::Adopt(bounds);
-  }
-
   std::vector<std::string> prefixes{IndexPrefix(collection_id, index.id)};
   std::vector<KeyRange> ranges;
   bool ranged = false;
@@ -669,6 +688,7 @@ IndexScan BuildScan(uint32_t collection_id, const Predicates& preds, const std::
       }
     }
   }
+  if (explain) scan.bounds = ExplainBounds(index, sets, scan.reverse);
   return scan;
 }
 

@@ -23,6 +23,30 @@ bool Listed(const std::vector<std::string>* only, const char* key) {
   return false;
 }
 
+void DiffInto(const bson_t* before, const bson_t* after, const std::string& prefix, const std::string& ignore,
+              int depth, const std::vector<std::string>* only, std::vector<std::string>* paths);
+
+// The paths under `path` where the values at `ib` and `ia`, whose bytes
+// differ, differ: the changed fields of two documents (the path itself when
+// only their order differs), else `path`.  `depth`: of `path`.
+void DiffValues(const bson_iter_t* ib, const bson_iter_t* ia, std::string path, const std::string& ignore, int depth,
+                std::vector<std::string>* paths) {
+  if (BSON_ITER_HOLDS_DOCUMENT(ib) && BSON_ITER_HOLDS_DOCUMENT(ia) && depth < 200) {
+    uint32_t lb = 0, la = 0;
+    const uint8_t *db = nullptr, *da = nullptr;
+    bson_iter_document(ib, &lb, &db);
+    bson_iter_document(ia, &la, &da);
+    bson_t sb, sa;
+    if (bson_init_static(&sb, db, lb) && bson_init_static(&sa, da, la)) {
+      size_t before_count = paths->size();
+      DiffInto(&sb, &sa, path, ignore, depth + 1, nullptr, paths);
+      if (paths->size() == before_count) paths->push_back(std::move(path));
+      return;
+    }
+  }
+  paths->push_back(std::move(path));
+}
+
 // `only` (top level only): when non-null, the top-level fields to compare.
 void DiffInto(const bson_t* before, const bson_t* after, const std::string& prefix, const std::string& ignore,
               int depth, const std::vector<std::string>* only, std::vector<std::string>* paths) {
@@ -31,27 +55,14 @@ void DiffInto(const bson_t* before, const bson_t* after, const std::string& pref
   while (bson_iter_next(&ib)) {
     const char* key = bson_iter_key(&ib);
     if (prefix.empty() && (ignore == key || !Listed(only, key))) continue;
+    const bool found = bson_iter_init_find(&ia, after, key);
+    if (found && SameValueBytes(&ib, &ia)) continue;
     std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (!bson_iter_init_find(&ia, after, key)) {
+    if (!found) {
       paths->push_back(std::move(path));  // removed
       continue;
     }
-    if (SameValueBytes(&ib, &ia)) continue;
-    if (BSON_ITER_HOLDS_DOCUMENT(&ib) && BSON_ITER_HOLDS_DOCUMENT(&ia) && depth < 200) {
-      uint32_t lb = 0, la = 0;
-      const uint8_t *db = nullptr, *da = nullptr;
-      bson_iter_document(&ib, &lb, &db);
-      bson_iter_document(&ia, &la, &da);
-      bson_t sb, sa;
-      if (bson_init_static(&sb, db, lb) && bson_init_static(&sa, da, la)) {
-        size_t before_count = paths->size();
-        DiffInto(&sb, &sa, path, ignore, depth + 1, nullptr, paths);
-        // Same bytes but reordered fields show no sub-path: the parent changed.
-        if (paths->size() == before_count) paths->push_back(std::move(path));
-        continue;
-      }
-    }
-    paths->push_back(std::move(path));
+    DiffValues(&ib, &ia, std::move(path), ignore, depth, paths);
   }
   if (!bson_iter_init(&ia, after)) return;
   while (bson_iter_next(&ia)) {
@@ -97,23 +108,7 @@ void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vec
       paths->emplace_back(key, len);  // removed
       continue;
     }
-    if (SameValueBytes(&ib, &ia)) continue;
-    std::string path(key, len);
-    if (BSON_ITER_HOLDS_DOCUMENT(&ib) && BSON_ITER_HOLDS_DOCUMENT(&ia)) {
-      uint32_t lb = 0, la = 0;
-      const uint8_t *db = nullptr, *da = nullptr;
-      bson_iter_document(&ib, &lb, &db);
-      bson_iter_document(&ia, &la, &da);
-      bson_t sb, sa;
-      if (bson_init_static(&sb, db, lb) && bson_init_static(&sa, da, la)) {
-        size_t before_count = paths->size();
-        DiffInto(&sb, &sa, path, ignore, 1, nullptr, paths);
-        // Same bytes but reordered fields show no sub-path: the parent changed.
-        if (paths->size() == before_count) paths->push_back(std::move(path));
-        continue;
-      }
-    }
-    paths->push_back(std::move(path));
+    if (!SameValueBytes(&ib, &ia)) DiffValues(&ib, &ia, std::string(key, len), ignore, 0, paths);
   }
   bool any_unseen = false;
   for (size_t f = 0; f < fields.size(); ++f) any_unseen |= !seen[f] && fields[f] != ignore;

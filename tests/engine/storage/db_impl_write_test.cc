@@ -50,6 +50,28 @@ std::vector<Document> WholeJournal(DBImpl* db) {
   return std::move(r->events);
 }
 
+// Every document of kNs.
+std::vector<Document> AllDocuments(DBImpl* db) {
+  FindRequest find;
+  find.ns = kNs;
+  auto found = db->Find(find);
+  EXPECT_OK(found);
+  if (!found.ok()) return {};
+  return std::move(found->docs);
+}
+
+// An update of kNs with one statement.
+UpdateRequest OneUpdate(const std::string& q, const std::string& u, const WriteOptionsInternal& w = {}) {
+  UpdateRequest req;
+  req.ns = kNs;
+  req.write = w;
+  UpdateStatement st;
+  st.q = Json(q);
+  st.u = Json(u);
+  req.updates.push_back(std::move(st));
+  return req;
+}
+
 // ---- Group commit ----------------------------------------------------------
 
 class GroupCommitTest : public ::testing::Test {
@@ -62,12 +84,8 @@ class GroupCommitTest : public ::testing::Test {
   // Checks the store holds exactly the acknowledged inserts, and the
   // journal one event per insert with gap-free seqs.
   void CheckStore(DBImpl* db, const std::set<std::string>& acked) {
-    FindRequest find;
-    find.ns = kNs;
-    auto found = db->Find(find);
-    ASSERT_OK(found);
     std::set<std::string> present;
-    for (const Document& d : found->docs) {
+    for (const Document& d : AllDocuments(db)) {
       std::string id = IdString(d.bson());
       EXPECT_TRUE(present.insert(id).second) << "duplicate document " << id;
       // The payload is the one that was inserted under this _id.
@@ -225,14 +243,7 @@ TEST_F(GroupCommitTest, EveryKindOfDurableWriteEndsItsCountAndIsAcknowledgedOnce
         }
         ++expected_acks[t];
         // An update that matches nothing commits nothing.
-        UpdateRequest none;
-        none.ns = kNs;
-        none.write = durable;
-        UpdateStatement st;
-        st.q = Json(R"({"_id": "absent"})");
-        st.u = Json(R"({"$set": {"x": 1}})");
-        none.updates.push_back(std::move(st));
-        auto u = db->Update(none);
+        auto u = db->Update(OneUpdate(R"({"_id": "absent"})", R"({"$set": {"x": 1}})", durable));
         if (!u.ok() || u->n != 0) fail("update of nothing");
         // findAndModify on the writer's own document, then its delete.
         FindAndModifyRequest fam;
@@ -271,12 +282,8 @@ TEST_F(GroupCommitTest, EveryKindOfDurableWriteEndsItsCountAndIsAcknowledgedOnce
 
   // What is left: the even rounds' documents, each updated once, and one
   // document per shared _id.
-  FindRequest find;
-  find.ns = kNs;
-  auto found = db->Find(find);
-  ASSERT_OK(found);
   std::set<std::string> ids;
-  for (const Document& doc : found->docs) {
+  for (const Document& doc : AllDocuments(db.get())) {
     std::string id = IdString(doc.bson());
     ids.insert(id);
     if (id.rfind("shared-", 0) != 0) {
@@ -316,13 +323,7 @@ TEST(DBImplUpdateTest, ConcurrentIncrementsOfOneDocumentAreNeverLost) {
     threads.emplace_back([&, t] {
       while (!go.load()) std::this_thread::yield();
       for (int i = 0; i < kPerThread; ++i) {
-        UpdateRequest req;
-        req.ns = kNs;
-        UpdateStatement st;
-        st.q = Json(R"({"_id": "counter"})");
-        st.u = Json(R"({"$inc": {"n": 1}})");
-        req.updates.push_back(std::move(st));
-        auto r = db->Update(req);
+        auto r = db->Update(OneUpdate(R"({"_id": "counter"})", R"({"$inc": {"n": 1}})"));
         if (!r.ok()) {
           failures[t] += r.status().ToString() + "; ";
         } else if (r->n != 1 || r->n_modified != 1 || !r->write_errors.empty()) {

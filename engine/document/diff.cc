@@ -92,17 +92,21 @@ void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vec
     DiffInto(before, after, "", ignore, 0, &fields, paths);
     return;
   }
+  auto listed = [&fields](const char* key, uint32_t len) {
+    size_t f = 0;
+    while (f < fields.size() && !(fields[f].size() == len && std::memcmp(fields[f].data(), key, len) == 0)) ++f;
+    return f;  // fields.size(): not listed
+  };
+  // seen[f]: fields[f] was in `before` (or is ignored: never a change).
   bool seen[kMaxListed] = {};
+  for (size_t f = 0; f < fields.size(); ++f) seen[f] = fields[f] == ignore;
   bson_iter_t ib, ia;
   if (!bson_iter_init(&ib, before)) return;
   while (bson_iter_next(&ib)) {
     const uint32_t len = bson_iter_key_len(&ib);
     const char* key = bson_iter_key(&ib);
-    size_t f = 0;
-    for (; f < fields.size(); ++f) {
-      if (fields[f].size() == len && std::memcmp(fields[f].data(), key, len) == 0) break;
-    }
-    if (f == fields.size() || (ignore.size() == len && std::memcmp(ignore.data(), key, len) == 0)) continue;
+    const size_t f = listed(key, len);
+    if (f == fields.size() || fields[f] == ignore) continue;
     seen[f] = true;
     if (!bson_iter_init_find_w_len(&ia, after, key, static_cast<int>(len))) {
       paths->emplace_back(key, len);  // removed
@@ -111,20 +115,15 @@ void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vec
     if (!SameValueBytes(&ib, &ia)) DiffValues(&ib, &ia, std::string(key, len), ignore, 0, paths);
   }
   bool any_unseen = false;
-  for (size_t f = 0; f < fields.size(); ++f) any_unseen |= !seen[f] && fields[f] != ignore;
+  for (size_t f = 0; f < fields.size(); ++f) any_unseen |= !seen[f];
   if (!any_unseen) return;
   // Added fields, in the order of `after` (as DiffInto's second walk).
   if (!bson_iter_init(&ia, after)) return;
   while (bson_iter_next(&ia)) {
     const uint32_t len = bson_iter_key_len(&ia);
     const char* key = bson_iter_key(&ia);
-    for (size_t f = 0; f < fields.size(); ++f) {
-      if (!seen[f] && fields[f].size() == len && std::memcmp(fields[f].data(), key, len) == 0 &&
-          fields[f] != ignore) {
-        paths->emplace_back(key, len);
-        break;
-      }
-    }
+    const size_t f = listed(key, len);
+    if (f < fields.size() && !seen[f]) paths->emplace_back(key, len);
   }
 }
 

@@ -543,11 +543,12 @@ std::string FlipEndpoint(const std::string& text, bool was_low) {
 // ascending one scanned backward, lists its intervals from high to low,
 // each written high end first: "[inf.0, 6]", "[MaxKey, MinKey]").
 Document ExplainBounds(const IndexSpec& index, const std::vector<std::optional<RangeSet>>& sets, bool reverse) {
+  const RangeSet everything{Everything()};
   bson_t* bounds = bson_new();
   for (size_t i = 0; i < index.fields.size(); ++i) {
     bson_t arr;
     bson_append_array_begin(bounds, index.fields[i].path.c_str(), -1, &arr);
-    RangeSet shown = sets[i] ? *sets[i] : RangeSet{Everything()};
+    const RangeSet& shown = sets[i] ? *sets[i] : everything;
     const bool high_first = index.fields[i].descending != reverse;
     for (size_t k = 0; k < shown.size(); ++k) {
       const VRange& r = shown[high_first ? shown.size() - 1 - k : k];

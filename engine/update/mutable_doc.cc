@@ -404,6 +404,7 @@ ApplyState::ApplyState(const bson_t* doc, int64_t now_millis, bool is_insert)
   root_->children.reserve(16);  // most documents: one allocation
   bson_iter_t it;
   if (doc != nullptr && bson_iter_init(&it, doc)) {
+    source_len_ = doc->len;
     while (bson_iter_next(&it)) {
       MNode* child = NewValueNode(*bson_iter_value(&it));
       child->trusted = true;
@@ -581,30 +582,22 @@ Status ApplyState::AppendRoot(bson_t* out) {
   if (out->len != 5) return AppendChildren(root_, out, 1);
   // The document is assembled here, then handed to `out` whole.
   std::string doc(4, '\0');
-  size_t raw_bytes = 0;
-  for (const MChild& c : root_->children) raw_bytes += RawUsable(c) ? c.node->raw_len : 0;
-  doc.reserve(raw_bytes + 256);
-  bson_t changed;  // one changed field at a time, appended as AppendChildren would
-  bool changed_used = false;
+  doc.reserve(source_len_ + 256);
+  bson_t changed = BSON_INITIALIZER;  // one changed field at a time, appended as AppendChildren would
   for (const MChild& c : root_->children) {
     if (RawUsable(c)) {
       doc.append(reinterpret_cast<const char*>(c.node->raw), c.node->raw_len);
       continue;
     }
-    if (changed_used) {
-      bson_reinit(&changed);
-    } else {
-      bson_init(&changed);
-      changed_used = true;
-    }
+    bson_reinit(&changed);
     Status s = AppendNode(&changed, c.name, c.node, 1);
-    if (s.ok()) doc.append(reinterpret_cast<const char*>(bson_get_data(&changed)) + 4, changed.len - 5);
     if (!s.ok()) {
       bson_destroy(&changed);
       return s;
     }
+    doc.append(reinterpret_cast<const char*>(bson_get_data(&changed)) + 4, changed.len - 5);
   }
-  if (changed_used) bson_destroy(&changed);
+  bson_destroy(&changed);
   doc.push_back('\0');
   if (doc.size() > static_cast<size_t>(INT32_MAX)) {
     return Status(ErrorCode::kBSONObjectTooLarge, "Resulting document after update is larger than " +

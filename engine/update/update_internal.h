@@ -248,6 +248,7 @@ class ApplyState {
   MNode* root_ = nullptr;
   int64_t now_millis_;
   bool is_insert_;
+  uint32_t source_len_ = 0;  // the original document's size
 };
 
 // Where the apply walk stands: chain[0] is the root and chain[i] the node

@@ -154,12 +154,76 @@ void Journal::Published(uint64_t seq) {
   published_cv_.SignalAll();
 }
 
-Status Journal::Encode(uint64_t seq, const bson_t* event, std::string_view doc_key,
-                       int64_t version_after, bool index_doc, EncodedEvent* out) const {
-  if (event == nullptr) return Status(ErrorCode::kBadValue, "journal: null event");
+namespace {
+
+// What an event's top level holds, for deciding whether it can be stored as
+// it stands.
+struct EventShape {
+  bool malformed = false;
+  bool at_not_date = false;  // an "at" that is not a BSON date
+  bool has_at = false;
+  bool conflict = false;     // "op": "conflict"
+  bool placeholder = false;  // the first field is an int64 "seq"
+  int seq_fields = 0;
+  // The writer's events: stored as their own bytes, the seq written into
+  // the placeholder.
+  bool StoredAsIs() const { return placeholder && seq_fields == 1 && has_at; }
+};
+
+EventShape ScanEvent(const bson_t* event) {
+  EventShape shape;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, event)) {
+    shape.malformed = true;
+    return shape;
+  }
+  bool first = true;
+  while (bson_iter_next(&it)) {
+    const char* key = bson_iter_key(&it);
+    if (std::strcmp(key, kFieldSeq) == 0) {
+      ++shape.seq_fields;
+      shape.placeholder = first && BSON_ITER_HOLDS_INT64(&it);
+    } else if (std::strcmp(key, kFieldAt) == 0) {
+      shape.at_not_date |= !BSON_ITER_HOLDS_DATE_TIME(&it);
+      shape.has_at = true;
+    } else if (std::strcmp(key, kFieldOp) == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
+      shape.conflict = std::strcmp(bson_iter_utf8(&it, nullptr), kOpConflict) == 0;
+    }
+    first = false;
+  }
+  return shape;
+}
+
+// The value of an event stored as it stands, its placeholder still 0.
+void EncodeAsIs(const bson_t* event, std::string_view doc_key, std::string* value) {
+  value->clear();
+  value->reserve(kEventHeaderSize + doc_key.size() + event->len);
+  EncodeEventValue(doc_key, bson_get_data(event), event->len, value);
+}
+
+// Writes seq into the placeholder of a value from EncodeAsIs: its 8 bytes
+// follow the header, the document key, the BSON length, the type byte and
+// "seq\0".
+void WriteSeq(uint64_t seq, std::string_view doc_key, std::string* value) {
+  const size_t at = kEventHeaderSize + doc_key.size() + 4 + 1 + sizeof(kFieldSeq);
+  assert(value->size() >= at + 8);
+  int64_t le = BSON_UINT64_TO_LE(seq);
+  std::memcpy(&(*value)[at], &le, sizeof le);
+}
+
+Status CheckSeq(uint64_t seq) {
   if (seq == 0 || seq > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return Status(ErrorCode::kBadValue, "journal: seq out of range");
   }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status Journal::Encode(uint64_t seq, const bson_t* event, std::string_view doc_key,
+                       int64_t version_after, bool index_doc, EncodedEvent* out) const {
+  if (event == nullptr) return Status(ErrorCode::kBadValue, "journal: null event");
+  RETURN_IF_ERROR(CheckSeq(seq));
   if (doc_key.size() > std::numeric_limits<uint32_t>::max()) {
     return Status(ErrorCode::kBadValue, "journal: document key too long");
   }
@@ -172,53 +236,34 @@ Status Journal::Encode(uint64_t seq, const bson_t* event, std::string_view doc_k
   // date "at": those are stored as their own bytes with the seq written into
   // the placeholder; anything else is rebuilt with "seq" first (a "seq"
   // elsewhere dropped) and "at" stamped when missing.
-  bson_iter_t it;
-  if (!bson_iter_init(&it, event)) return Status(ErrorCode::kBadValue, "journal: malformed event");
-  bool has_at = false, conflict = false, first = true, placeholder = false;
-  int seq_fields = 0;
-  while (bson_iter_next(&it)) {
-    const char* key = bson_iter_key(&it);
-    if (std::strcmp(key, kFieldSeq) == 0) {
-      ++seq_fields;
-      placeholder = first && BSON_ITER_HOLDS_INT64(&it);
-    } else if (std::strcmp(key, kFieldAt) == 0) {
-      if (!BSON_ITER_HOLDS_DATE_TIME(&it)) {
-        return Status(ErrorCode::kBadValue, "journal: the event's \"at\" must be a date");
-      }
-      has_at = true;
-    } else if (std::strcmp(key, kFieldOp) == 0 && BSON_ITER_HOLDS_UTF8(&it)) {
-      conflict = std::strcmp(bson_iter_utf8(&it, nullptr), kOpConflict) == 0;
-    }
-    first = false;
-  }
-  if (index_doc && conflict) {
+  const EventShape shape = ScanEvent(event);
+  if (shape.malformed) return Status(ErrorCode::kBadValue, "journal: malformed event");
+  if (shape.at_not_date) return Status(ErrorCode::kBadValue, "journal: the event's \"at\" must be a date");
+  if (index_doc && shape.conflict) {
     return Status(ErrorCode::kBadValue, "journal: conflict events are not indexed per document");
   }
 
   out->key = EncodeSeqKey(seq);
-  out->value.clear();
-  if (placeholder && seq_fields == 1 && has_at) {
-    EncodeEventValue(doc_key, bson_get_data(event), event->len, &out->value);
-    // The placeholder's 8 value bytes follow the length, the type byte and
-    // "seq\0".
-    const size_t at = kEventHeaderSize + doc_key.size() + 4 + 1 + sizeof(kFieldSeq);
-    int64_t le = BSON_UINT64_TO_LE(seq);
-    std::memcpy(&out->value[at], &le, sizeof le);
+  if (shape.StoredAsIs()) {
+    EncodeAsIs(event, doc_key, &out->value);
+    WriteSeq(seq, doc_key, &out->value);
   } else {
     bson_t b;
     bson_init(&b);
     bool ok = BSON_APPEND_INT64(&b, kFieldSeq, static_cast<int64_t>(seq));
+    bson_iter_t it;
     bson_iter_init(&it, event);
     while (ok && bson_iter_next(&it)) {
       const char* key = bson_iter_key(&it);
       if (std::strcmp(key, kFieldSeq) == 0) continue;
       ok = bson_append_iter(&b, key, static_cast<int>(bson_iter_key_len(&it)), &it);
     }
-    if (ok && !has_at) ok = BSON_APPEND_DATE_TIME(&b, kFieldAt, clock_ms_());
+    if (ok && !shape.has_at) ok = BSON_APPEND_DATE_TIME(&b, kFieldAt, clock_ms_());
     if (!ok) {
       bson_destroy(&b);
       return Status(ErrorCode::kBadValue, "journal: event too large");
     }
+    out->value.clear();
     EncodeEventValue(doc_key, bson_get_data(&b), b.len, &out->value);
     bson_destroy(&b);
   }
@@ -238,6 +283,18 @@ Status Journal::AddToTransaction(rocksdb::Transaction* txn, uint64_t seq, const 
   RETURN_IF_ERROR(FromRocks(txn->PutUntracked(journal_cf_, e.key, e.value)));
   if (e.indexed) RETURN_IF_ERROR(FromRocks(txn->PutUntracked(doc_cf_, e.doc_index_key, e.doc_index_value)));
   return Status::OK();
+}
+
+void Journal::PrepareWriterEvent(const bson_t* event, std::string_view doc_key, std::string* value) {
+  assert(ScanEvent(event).StoredAsIs() && !ScanEvent(event).at_not_date);
+  EncodeAsIs(event, doc_key, value);
+}
+
+Status Journal::AddPreparedToTransaction(rocksdb::Transaction* txn, uint64_t seq, std::string_view doc_key,
+                                         std::string* value) {
+  RETURN_IF_ERROR(CheckSeq(seq));
+  WriteSeq(seq, doc_key, value);
+  return FromRocks(txn->PutUntracked(journal_cf_, EncodeSeqKey(seq), *value));
 }
 
 Status Journal::AddToBatch(rocksdb::WriteBatch* batch, uint64_t seq, const bson_t* event,

@@ -12,6 +12,7 @@
 //   std::lock_guard<std::mutex> l(commit_mu);      // the engine's own mutex
 //   uint64_t seq = journal->AllocateSeq();
 //   Status s = journal->AddToTransaction(txn, seq, event, doc_key, v, true);
+//   (or PrepareWriterEvent before the lock, AddPreparedToTransaction here)
 //   if (s.ok()) s = FromRocks(txn->Commit());
 //   if (s.ok()) journal->Published(seq); else journal->ReleaseSeq(seq);
 //
@@ -21,7 +22,8 @@
 //     failed commit gives its seq back before anyone else takes the next.
 //     (The journal cannot name that mutex, so clang's thread-safety analysis
 //     does not check this one; the journal's own locks below are checked.)
-//   - AddToTransaction / AddToBatch only encode; they touch no journal state.
+//   - AddToTransaction / AddToBatch / PrepareWriterEvent /
+//     AddPreparedToTransaction only encode; they touch no journal state.
 //   - Read, WaitForEvents, EventsForDocument, Collect, last_seq and first_seq
 //     may be called from any thread at any time, without the commit mutex.
 //     Collect never takes the commit mutex, so it never blocks writers.
@@ -134,6 +136,21 @@ class Journal {
   // or the RocksDB error of the put (InternalError / WriteConflict).
   Status AddToTransaction(rocksdb::Transaction* txn, uint64_t seq, const bson_t* event,
                           std::string_view doc_key, int64_t version_after, bool index_doc);
+  // The writer's path, in two steps: the event is encoded into its value
+  // before the commit mutex is taken, and only its seq is written in under
+  // it.  PrepareWriterEvent encodes `event` as it stands, its seq
+  // placeholder still 0; AddPreparedToTransaction writes `seq` into the
+  // placeholder and puts the value, as AddToTransaction with index_doc
+  // false would.
+  // REQUIRES (PrepareWriterEvent): `event` starts with the int64 "seq"
+  // placeholder, holds no other "seq" and holds a date "at", as the
+  // engine's event builders (engine/storage/write_events.h) make every
+  // event; a debug build checks it.  doc_key as for AddToTransaction.
+  // REQUIRES (AddPreparedToTransaction): seq as for AddToTransaction;
+  // `value` came from PrepareWriterEvent with this doc_key.
+  static void PrepareWriterEvent(const bson_t* event, std::string_view doc_key, std::string* value);
+  Status AddPreparedToTransaction(rocksdb::Transaction* txn, uint64_t seq, std::string_view doc_key,
+                                  std::string* value);
   // The same for a plain WriteBatch (conflict events, written outside a
   // transaction).  Errors: as AddToTransaction.
   Status AddToBatch(rocksdb::WriteBatch* batch, uint64_t seq, const bson_t* event,

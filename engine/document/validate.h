@@ -65,6 +65,20 @@ constexpr int kMaxIncomingNestingDepth = 200;
 // InvalidIdField, BadValue.
 Status ValidateForStorage(const bson_t* doc);
 
+// What ValidateForStorage's walk of the top level saw, for an insert that
+// goes on to put _id first, stamp the version and journal the field names
+// without walking the top level again.
+struct TopLevelSummary {
+  enum class Probe { kAbsent, kInt64, kOther };
+  bool id_first = false;          // the first field is _id
+  Probe probe = Probe::kAbsent;   // the probed field (the version)
+  uint32_t probe_offset = 0;      // its element's offset in the document (bson_iter_offset), when present
+  std::vector<std::string> rest;  // the other names, neither _id nor the probed one, in order
+};
+// ValidateForStorage, which also fills `summary` (when OK) for the
+// top-level field `probe`.
+Status ValidateForStorage(const bson_t* doc, const std::string& probe, TopLevelSummary* summary);
+
 // ValidateForStorage for a document made by an operator update from a
 // stored (valid) document, when only the top-level fields named in `fields`
 // can differ from it: the size, and every rule on those fields and all they

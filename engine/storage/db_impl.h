@@ -392,11 +392,11 @@ class DBImpl {
   Status CheckWritablePaths(const Collection& coll, std::string_view doc_key, const RecordView* rec,
                             const WriteGate& gate, const WriteOptionsInternal& w, auth::Action action,
                             const std::vector<std::string>& paths);
-  // The same for a new document (an insert, an upsert's insert): its
-  // top-level fields but _id and the version field.  Lists nothing when
-  // the gate restricts no path.
+  // The same for a new document (an insert, an upsert's insert): `paths`,
+  // its top-level fields but the version field (PrepareNewDocument's), are
+  // checked but _id.  Lists nothing when the gate restricts no path.
   Status CheckInsertedPaths(const Collection& coll, std::string_view doc_key, const WriteGate& gate,
-                            const WriteOptionsInternal& w, const bson_t* doc, const std::string& version_field);
+                            const WriteOptionsInternal& w, const std::vector<std::string>& paths);
 
   // The request bodies, with the write options in force (a keyed request's
   // carry its scope).

@@ -134,7 +134,7 @@ struct RefusalDetail {
 struct PendingEvent {
   Document event;
   std::string doc_key;
-  int64_t version_after = 0;
+  std::string value;  // the journal value, encoded by CommitWithEvents before its lock
 };
 
 struct DBImpl::WriteOutcome {

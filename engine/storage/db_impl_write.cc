@@ -59,19 +59,30 @@ Status CheckValidation(const CollectionOptions& opts, const bson_t* old_doc, con
 namespace {
 
 // Validates a document for insertion and gives it its _id (first) and the
-// version field at `version`.  The input is walked once, in full; the
-// stamped copy holds its fields' bytes again, so only what stamping can
-// change is checked there: the size, _id and the version field.
+// version field at `version`; `paths` gets the stamped document's top-level
+// names but the version's (TopLevelPaths), for the journal.  The input is
+// walked once, in full; the stamped copy holds its fields' bytes again, so
+// only what stamping can change is checked there: the size, _id and the
+// version field.
 Status PrepareNewDocument(const bson_t* doc, const std::string& version_field, int64_t version,
-                          Document* out) {
-  RETURN_IF_ERROR(ValidateForStorage(doc));
-  std::optional<Document> with_id = EnsureId(doc);
+                          Document* out, std::vector<std::string>* paths) {
+  TopLevelSummary top;
+  RETURN_IF_ERROR(ValidateForStorage(doc, version_field, &top));
+  std::optional<Document> with_id;
+  if (!top.id_first) with_id = EnsureId(doc);
   const bson_t* src = with_id ? with_id->bson() : doc;
-  bson_t* stamped = bson_new();
-  SetVersionField(src, version_field, version, stamped);
+  bson_t* stamped = bson_sized_new(src->len + 16 + version_field.size());
+  // The field's offset holds in `doc` only, not in EnsureId's copy.
+  SetVersionField(src, version_field, version, top.probe, with_id ? 0 : top.probe_offset, stamped);
   *out = Document::Adopt(stamped);
+  // _id first (kept or made by EnsureId), then the rest in their order.
+  paths->clear();
+  paths->reserve(top.rest.size() + 1);
+  paths->emplace_back("_id");
+  for (std::string& name : top.rest) paths->push_back(std::move(name));
   Status s = ValidateStampedDocument(out->bson(), version_field);
   assert(s.code() == ValidateForStorage(out->bson()).code());
+  assert(!s.ok() || *paths == TopLevelPaths(out->bson(), version_field));
   return s;
 }
 
@@ -221,7 +232,6 @@ Status DBImpl::RefuseUnauthorized(const Namespace& ns, std::string_view doc_key,
   std::vector<PendingEvent> events(1);
   events[0].event = BuildConflictEvent(info);
   events[0].doc_key = std::string(doc_key);
-  events[0].version_after = info.current_version;
   // Committed on its own, as a version conflict's event is (RefuseGatedWrite).
   Txn txn(db_, RocksWriteOptions(w));
   RETURN_IF_ERROR(CommitWithEvents(txn, &events));
@@ -246,11 +256,11 @@ Status DBImpl::CheckWritablePaths(const Collection& coll, std::string_view doc_k
 }
 
 Status DBImpl::CheckInsertedPaths(const Collection& coll, std::string_view doc_key, const WriteGate& gate,
-                                  const WriteOptionsInternal& w, const bson_t* doc, const std::string& version_field) {
+                                  const WriteOptionsInternal& w, const std::vector<std::string>& paths) {
   if (!gate.writable) return Status::OK();  // the paths are listed only when some are off limits
-  std::vector<std::string> paths = TopLevelPaths(doc, version_field);
-  paths.erase(std::remove(paths.begin(), paths.end(), std::string("_id")), paths.end());
-  return CheckWritablePaths(coll, doc_key, nullptr, gate, w, auth::Action::kInsert, paths);
+  std::vector<std::string> fields(paths);
+  fields.erase(std::remove(fields.begin(), fields.end(), std::string("_id")), fields.end());
+  return CheckWritablePaths(coll, doc_key, nullptr, gate, w, auth::Action::kInsert, fields);
 }
 
 Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
@@ -265,6 +275,8 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
     relaxed.sync = false;
     txn->SetWriteOptions(relaxed);
   }
+  // Encoded outside commit_mu_: under it, each event only gets its seq.
+  for (PendingEvent& e : *events) wal::Journal::PrepareWriterEvent(e.event.bson(), e.doc_key, &e.value);
   {
     // A durable commit is counted while it waits for and holds commit_mu_
     // (a durable request already is, from its start), so that a
@@ -281,7 +293,7 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
       seqs.push_back(seq);
       // No per-document index entry: the record's field-version table
       // answers what the index did (conflictingFields), one key cheaper.
-      s = journal_->AddToTransaction(txn.get(), seq, e.event.bson(), e.doc_key, e.version_after, false);
+      s = journal_->AddPreparedToTransaction(txn.get(), seq, e.doc_key, &e.value);
       if (!s.ok()) break;
     }
     if (s.ok()) s = txn.Commit();
@@ -509,7 +521,6 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   PendingEvent ev;
   ev.event = BuildConflictEvent(info);
   ev.doc_key = std::string(doc_key);
-  ev.version_after = current_version;
   std::vector<PendingEvent> events;
   events.push_back(std::move(ev));
   // Committed on its own, even inside a transaction or a keyed write's
@@ -608,6 +619,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   size_t i = 0;
   bool stop = false;
   std::string record;
+  std::vector<std::string> paths;  // a document's top-level paths
   int64_t now = NowMs();
   Document writer = BuildWriterBlock(w.context, now);
   WriteGate insert_gate;  // not gated; the principal's writable paths
@@ -621,7 +633,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
     size_t batch_limit = w.scope ? req.documents.size() : kBatch;
     for (size_t in_batch = 0; i < req.documents.size() && in_batch < batch_limit; ++i, ++in_batch) {
       Document doc;
-      Status s = PrepareNewDocument(req.documents[i].bson(), opts->version_field, 0, &doc);
+      Status s = PrepareNewDocument(req.documents[i].bson(), opts->version_field, 0, &doc, &paths);
       bson_value_t id;
       std::string key;
       if (s.ok()) {
@@ -633,7 +645,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
           s = DuplicateKeyError(info.ns, id);
         } else if (!rs.IsNotFound()) {
           s = FromRocks(rs);
-        } else if (!(s = CheckInsertedPaths(*coll, key, insert_gate, w, doc.bson(), opts->version_field)).ok()) {
+        } else if (!(s = CheckInsertedPaths(*coll, key, insert_gate, w, paths)).ok()) {
           // the principal may not write some of its fields
         } else if (!(s = CheckLease(txn, key, w.context)).ok()) {
           // leased by someone else
@@ -656,11 +668,9 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
         continue;
       }
       PendingEvent ev;
-      ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, w.context,
-                                 TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now, nullptr,
-                                 doc.bson());
+      ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, w.context, paths, WriteGate(), now,
+                                 nullptr, doc.bson());
       ev.doc_key = std::move(key);
-      ev.version_after = 0;
       events.push_back(std::move(ev));
       pending.emplace_back(i, Value(id));
     }
@@ -790,7 +800,6 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
                              version, w.context, applied->paths, gate, now,
                              merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson());
   ev.doc_key = key;
-  ev.version_after = version;
   events->push_back(std::move(ev));
   return Status::OK();
 }
@@ -868,7 +877,8 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     return s;
   }
   Document doc;
-  s = PrepareNewDocument(&applied, opts->version_field, 0, &doc);
+  std::vector<std::string> paths;
+  s = PrepareNewDocument(&applied, opts->version_field, 0, &doc, &paths);
   bson_destroy(&applied);
   RETURN_IF_ERROR(s);
   bson_value_t id;
@@ -897,7 +907,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     }
     WriteGate insert_gate;
     insert_gate.writable = WritablePathsOf(w, auth::Action::kInsert, coll.info.ns);
-    RETURN_IF_ERROR(CheckInsertedPaths(coll, key, insert_gate, w, doc.bson(), opts->version_field));
+    RETURN_IF_ERROR(CheckInsertedPaths(coll, key, insert_gate, w, paths));
     RETURN_IF_ERROR(CheckLease(txn, key, w.context));
     RETURN_IF_ERROR(CheckValidation(*opts, nullptr, doc.bson(), w));
     RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, nullptr, doc.bson(), nullptr, w));
@@ -905,9 +915,8 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     EncodeRecord(0, writer.bson(), doc.bson(), &record);
     RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
     std::vector<PendingEvent> events(1);
-    events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context,
-                                      TopLevelPaths(doc.bson(), opts->version_field), WriteGate(), now, nullptr,
-                                      doc.bson());
+    events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context, paths,
+                                      WriteGate(), now, nullptr, doc.bson());
     events[0].doc_key = key;
     return FinishWrite(w, txn, &events);
   }));
@@ -947,7 +956,6 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
     events[0].event = BuildWriteEvent("delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context, {},
                                       gate, NowMs());
     events[0].doc_key = key;
-    events[0].version_after = rec.version + 1;
     RETURN_IF_ERROR(FinishWrite(w, txn, &events));
     out->matched = true;
     out->modified = true;

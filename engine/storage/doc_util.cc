@@ -1,24 +1,44 @@
 #include "engine/storage/doc_util.h"
 
+#include <cassert>
 #include <cstring>
 
 namespace gatedb {
 
 void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out) {
+  using Probe = TopLevelSummary::Probe;
   bson_iter_t it;
-  if (!bson_iter_init_find(&it, in, field.c_str())) {
+  Probe present = !bson_iter_init_find(&it, in, field.c_str()) ? Probe::kAbsent
+                  : BSON_ITER_HOLDS_INT64(&it)                 ? Probe::kInt64
+                                                               : Probe::kOther;
+  SetVersionField(in, field, version, present, 0, out);
+}
+
+void SetVersionField(const bson_t* in, const std::string& field, int64_t version, TopLevelSummary::Probe present,
+                     uint32_t offset, bson_t* out) {
+  using Probe = TopLevelSummary::Probe;
+  if (present == Probe::kAbsent) {
     // No version yet: every element in one copy, the version after them.
     bson_concat(out, in);
     bson_append_int64(out, field.c_str(), static_cast<int>(field.size()), version);
     return;
   }
-  if (BSON_ITER_HOLDS_INT64(&it)) {
-    // An int64 version: the copy's 8 bytes overwritten.
+  if (present == Probe::kInt64) {
+    // An int64 version: the copy's 8 bytes overwritten.  The copy into an
+    // empty `out` keeps every offset, so the field is at `offset` there.
     bson_concat(out, in);
-    OverwriteVersionField(out, field, version);
+    bson_iter_t it;
+    if (offset != 0 && bson_iter_init_from_data_at_offset(&it, bson_get_data(out), out->len, offset,
+                                                          static_cast<uint32_t>(field.size()))) {
+      assert(BSON_ITER_HOLDS_INT64(&it) && field == bson_iter_key(&it));
+      bson_iter_overwrite_int64(&it, version);
+    } else {
+      OverwriteVersionField(out, field, version);
+    }
     return;
   }
   bool replaced = false;
+  bson_iter_t it;
   if (bson_iter_init(&it, in)) {
     while (bson_iter_next(&it)) {
       const char* key = bson_iter_key(&it);

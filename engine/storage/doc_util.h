@@ -10,12 +10,21 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/document/validate.h"
+
 namespace gatedb {
 
 // Writes `in` to `out` (an initialized empty bson_t) with the top-level
 // field `field` set to int64 `version`: in place when present, appended
 // when not.
 void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out);
+// The same when the caller already knows whether `in` holds `field` at the
+// top level, and as what (ValidateForStorage's TopLevelSummary of `in`);
+// `offset`, when not 0, is the field's element offset in `in`
+// (TopLevelSummary::probe_offset).
+// REQUIRES: `out` is empty.
+void SetVersionField(const bson_t* in, const std::string& field, int64_t version, TopLevelSummary::Probe present,
+                     uint32_t offset, bson_t* out);
 
 // Sets the top-level int64 field `field` of `doc` to `version` by
 // overwriting its 8 bytes.  False (and `doc` unchanged) when `doc` has no

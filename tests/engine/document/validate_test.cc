@@ -11,9 +11,15 @@ namespace {
 
 using test::StatusIs;
 
+// ValidateForStorage, checked against the overload that also summarizes
+// the top level: every case below holds for both.
 Status Validate(const std::string& json) {
   Document d = test::Json(json);
-  return ValidateForStorage(d.bson());
+  Status plain = ValidateForStorage(d.bson());
+  TopLevelSummary summary;
+  Status with_summary = ValidateForStorage(d.bson(), "_v", &summary);
+  EXPECT_EQ(plain, with_summary) << json;
+  return plain;
 }
 
 std::vector<uint8_t> Bytes(const bson_t* b) {
@@ -89,6 +95,36 @@ TEST(ValidateForStorageTest, AcceptsOrdinaryDocuments) {
   // A DBRef is allowed inside _id.
   EXPECT_OK(Validate(R"({"_id": {"$ref": "c", "$id": 1}})"));
   EXPECT_OK(Validate(R"({"_id": {"$ref": "c", "$id": {"$x": 1}, "$db": "d", "n": 1}})"));
+}
+
+TEST(ValidateForStorageTest, SummaryNamesWhatTheTopLevelHolds) {
+  using Probe = TopLevelSummary::Probe;
+  TopLevelSummary s;
+  Document d = test::Json(R"({"_id": 1, "a": {"b": 2}, "_v": {"$numberLong": "3"}, "c": [1], "_v": "x"})");
+  ASSERT_OK(ValidateForStorage(d.bson(), "_v", &s));
+  EXPECT_TRUE(s.id_first);
+  EXPECT_EQ(s.probe, Probe::kInt64);  // the first of the two counts
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init_find(&it, d.bson(), "_v"));
+  EXPECT_EQ(s.probe_offset, bson_iter_offset(&it));
+  EXPECT_EQ(s.rest, (std::vector<std::string>{"a", "c"}));
+
+  d = test::Json(R"({"a": 1, "_id": 2, "version": 1.5})");
+  ASSERT_OK(ValidateForStorage(d.bson(), "version", &s));
+  EXPECT_FALSE(s.id_first);
+  EXPECT_EQ(s.probe, Probe::kOther);
+  EXPECT_EQ(s.rest, (std::vector<std::string>{"a"}));
+
+  d = test::Json(R"({"a": 1, "_vv": 2, "_": 3})");
+  ASSERT_OK(ValidateForStorage(d.bson(), "_v", &s));
+  EXPECT_FALSE(s.id_first);
+  EXPECT_EQ(s.probe, Probe::kAbsent);
+  EXPECT_EQ(s.rest, (std::vector<std::string>{"a", "_vv", "_"}));
+
+  d = test::Json("{}");
+  ASSERT_OK(ValidateForStorage(d.bson(), "_v", &s));
+  EXPECT_FALSE(s.id_first);
+  EXPECT_TRUE(s.rest.empty());
 }
 
 TEST(ValidateForStorageTest, RejectsTopLevelDollarFields) {

@@ -363,5 +363,70 @@ TEST(DBImplUpdateTest, ConcurrentIncrementsOfOneDocumentAreNeverLost) {
   }
 }
 
+// ---- Inserts: the stamped document and its event ----------------------------
+
+// A document's _id as JSON.
+std::string IdJson(const bson_t* doc) {
+  bson_iter_t it;
+  if (!bson_iter_init_find(&it, doc, "_id")) return "";
+  return Value(*bson_iter_value(&it)).ToJson();
+}
+
+// The top-level names of a document, in order.
+std::vector<std::string> Names(const bson_t* doc) {
+  std::vector<std::string> out;
+  bson_iter_t it;
+  if (bson_iter_init(&it, doc)) {
+    while (bson_iter_next(&it)) out.emplace_back(bson_iter_key(&it));
+  }
+  return out;
+}
+
+TEST(DBImplInsertTest, EventListsTheStoredDocumentsFieldsButTheVersion) {
+  // Whatever order the caller gives _id and the version field in, the stored
+  // document has _id first and an int64 version 0, and its insert event's
+  // changedPaths are its names in stored order, the version left out.
+  test::TempDir dir;
+  std::unique_ptr<DBImpl> db = OpenDb(dir.path(), Options());
+  ASSERT_NE(db, nullptr);
+  const std::vector<std::string> inputs = {
+      R"({"_id": "first", "a": 1, "b": {"c": 2}})",
+      R"({"a": 1, "_id": "middle", "b": 2})",
+      R"({"a": 1, "b": [1, 2]})",  // no _id: one is made
+      R"({"_id": "v-int64", "version": {"$numberLong": "7"}, "a": 1})",
+      R"({"a": "x", "version": "old", "_id": "v-string", "z": null})",
+      R"({"_id": "v-dup", "version": 1.5, "a": 1, "version": 2})",
+  };
+  InsertRequest req;
+  req.ns = kNs;
+  for (const std::string& json : inputs) req.documents.push_back(Json(json));
+  auto r = db->Insert(req);
+  ASSERT_OK(r);
+  ASSERT_TRUE(r->write_errors.empty()) << r->write_errors[0].status.ToString();
+  ASSERT_EQ(r->n, static_cast<int64_t>(inputs.size()));
+
+  std::vector<Document> events = WholeJournal(db.get());
+  ASSERT_EQ(events.size(), inputs.size());
+  std::map<std::string, std::vector<std::string>> stored_names;
+  for (const Document& d : AllDocuments(db.get())) {
+    std::vector<std::string> names = Names(d.bson());
+    ASSERT_FALSE(names.empty());
+    EXPECT_EQ(names[0], "_id") << d.ToJson();
+    EXPECT_TRUE(TypeIs(d.bson(), "version", BSON_TYPE_INT64)) << d.ToJson();
+    EXPECT_EQ(test::IntAt(d.bson(), "version"), 0);
+    names.erase(std::remove(names.begin(), names.end(), "version"), names.end());
+    stored_names[IdJson(d.bson())] = names;
+  }
+  ASSERT_EQ(stored_names.size(), inputs.size());
+  for (const Document& e : events) {
+    const std::string id = IdJson(e.bson());
+    ASSERT_EQ(stored_names.count(id), 1u) << id;
+    EXPECT_EQ(test::StringsAt(e.bson(), "changedPaths"), stored_names[id]) << test::ToJson(e.bson());
+  }
+  EXPECT_EQ(stored_names[R"("middle")"], (std::vector<std::string>{"_id", "a", "b"}));
+  EXPECT_EQ(stored_names[R"("v-string")"], (std::vector<std::string>{"_id", "a", "z"}));
+  EXPECT_EQ(stored_names[R"("v-dup")"], (std::vector<std::string>{"_id", "a"}));
+}
+
 }  // namespace
 }  // namespace gatedb

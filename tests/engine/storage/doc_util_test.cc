@@ -39,9 +39,19 @@ Field Get(const bson_t* doc, const char* key) {
   return f;
 }
 
+// SetVersionField, checked against the overload told what the document
+// holds (as ValidateForStorage's summary tells the insert path).
 Document SetVersion(const Document& in, const std::string& field, int64_t v) {
   bson_t* out = bson_new();
   SetVersionField(in.bson(), field, v, out);
+  TopLevelSummary top;
+  EXPECT_OK(ValidateForStorage(in.bson(), field, &top));
+  for (uint32_t offset : {0u, top.probe_offset}) {
+    bson_t* told = bson_new();
+    SetVersionField(in.bson(), field, v, top.probe, offset, told);
+    EXPECT_TRUE(bson_equal(out, told)) << "told " << static_cast<int>(top.probe) << " at " << offset;
+    bson_destroy(told);
+  }
   return Document::Adopt(out);
 }
 
@@ -97,7 +107,9 @@ TEST(SetVersionFieldTest, OnlyTheFirstOfDuplicateFieldsIsSet) {
     ASSERT_TRUE(bson_iter_init(&second, out.bson()));
     int seen = 0;
     while (bson_iter_next(&second)) {
-      if (std::string(bson_iter_key(&second)) == "version" && ++seen == 2) EXPECT_EQ(bson_iter_as_int64(&second), 5);
+      if (std::string(bson_iter_key(&second)) == "version" && ++seen == 2) {
+        EXPECT_EQ(bson_iter_as_int64(&second), 5);
+      }
     }
     EXPECT_EQ(seen, 2);
   }

@@ -57,6 +57,15 @@ std::vector<std::string> StringsAt(const bson_t* doc, const char* path) {
   return out;
 }
 
+std::vector<std::string> Keys(const bson_t* doc) {
+  std::vector<std::string> out;
+  bson_iter_t it;
+  if (bson_iter_init(&it, doc)) {
+    while (bson_iter_next(&it)) out.emplace_back(bson_iter_key(&it));
+  }
+  return out;
+}
+
 std::string ToJson(const bson_t* b) { return DocumentView(b).ToJson(); }
 
 TempDir::TempDir() {

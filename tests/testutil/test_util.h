@@ -47,6 +47,8 @@ int64_t IntAt(const bson_t* doc, const char* path);
 std::string StrAt(const bson_t* doc, const char* path);
 bool HasPath(const bson_t* doc, const char* path);
 std::vector<std::string> StringsAt(const bson_t* doc, const char* path);
+// The document's top-level field names, in order (repeats included).
+std::vector<std::string> Keys(const bson_t* doc);
 
 // Relaxed Extended JSON of a bson_t, for assertions.
 std::string ToJson(const bson_t* b);

@@ -372,16 +372,6 @@ std::string IdJson(const bson_t* doc) {
   return Value(*bson_iter_value(&it)).ToJson();
 }
 
-// The top-level names of a document, in order.
-std::vector<std::string> Names(const bson_t* doc) {
-  std::vector<std::string> out;
-  bson_iter_t it;
-  if (bson_iter_init(&it, doc)) {
-    while (bson_iter_next(&it)) out.emplace_back(bson_iter_key(&it));
-  }
-  return out;
-}
-
 TEST(DBImplInsertTest, EventListsTheStoredDocumentsFieldsButTheVersion) {
   // Whatever order the caller gives _id and the version field in, the stored
   // document has _id first and an int64 version 0, and its insert event's
@@ -409,7 +399,7 @@ TEST(DBImplInsertTest, EventListsTheStoredDocumentsFieldsButTheVersion) {
   ASSERT_EQ(events.size(), inputs.size());
   std::map<std::string, std::vector<std::string>> stored_names;
   for (const Document& d : AllDocuments(db.get())) {
-    std::vector<std::string> names = Names(d.bson());
+    std::vector<std::string> names = test::Keys(d.bson());
     ASSERT_FALSE(names.empty());
     EXPECT_EQ(names[0], "_id") << d.ToJson();
     EXPECT_TRUE(TypeIs(d.bson(), "version", BSON_TYPE_INT64)) << d.ToJson();

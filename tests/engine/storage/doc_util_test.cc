@@ -14,14 +14,7 @@ using test::Json;
 
 std::string Bytes(const bson_t* b) { return std::string(reinterpret_cast<const char*>(bson_get_data(b)), b->len); }
 
-std::vector<std::string> Keys(const bson_t* doc) {
-  std::vector<std::string> out;
-  bson_iter_t it;
-  if (bson_iter_init(&it, doc)) {
-    while (bson_iter_next(&it)) out.emplace_back(bson_iter_key(&it));
-  }
-  return out;
-}
+using test::Keys;
 
 // The field's type and, for an int64, its value.
 struct Field {

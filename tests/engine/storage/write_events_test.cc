@@ -19,14 +19,7 @@ using ::testing::IsEmpty;
 
 constexpr int64_t kNow = 1'700'000'123'456;
 
-std::vector<std::string> Keys(const bson_t* doc) {
-  std::vector<std::string> out;
-  bson_iter_t it;
-  if (bson_iter_init(&it, doc)) {
-    while (bson_iter_next(&it)) out.emplace_back(bson_iter_key(&it));
-  }
-  return out;
-}
+using test::Keys;
 
 std::set<std::string> KeySet(const bson_t* doc) {
   std::vector<std::string> k = Keys(doc);

@@ -286,7 +286,10 @@ Status Journal::AddToTransaction(rocksdb::Transaction* txn, uint64_t seq, const 
 }
 
 void Journal::PrepareWriterEvent(const bson_t* event, std::string_view doc_key, std::string* value) {
-  assert(ScanEvent(event).StoredAsIs() && !ScanEvent(event).at_not_date);
+#ifndef NDEBUG
+  const EventShape shape = ScanEvent(event);
+  assert(shape.StoredAsIs() && !shape.at_not_date);
+#endif
   EncodeAsIs(event, doc_key, value);
 }
 

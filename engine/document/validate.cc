@@ -265,24 +265,18 @@ bool Listed(const std::vector<std::string>& fields, const char* name, size_t len
 // an _id came before.
 Status CheckTopLevelName(bson_iter_t* it, const char* name, bool* seen_id);
 // The top-level rules on every field; with a summary, also what it holds.
-Status CheckTopLevelNames(const bson_t* doc, const std::string* probe, TopLevelSummary* summary);
+Status CheckTopLevelNames(const bson_t* doc, const std::string& probe, TopLevelSummary* summary);
 
 }  // namespace
 
-Status ValidateForStorage(const bson_t* doc) {
-  RETURN_IF_ERROR(CheckSize(doc));
-  RETURN_IF_ERROR(WalkStatus(
-      WalkFields(bson_get_data(doc), doc->len, kMaxStorageNestingDepth),
-      "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
-  return CheckTopLevelNames(doc, nullptr, nullptr);
-}
+Status ValidateForStorage(const bson_t* doc) { return ValidateForStorage(doc, std::string(), nullptr); }
 
 Status ValidateForStorage(const bson_t* doc, const std::string& probe, TopLevelSummary* summary) {
   RETURN_IF_ERROR(CheckSize(doc));
   RETURN_IF_ERROR(WalkStatus(
       WalkFields(bson_get_data(doc), doc->len, kMaxStorageNestingDepth),
       "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
-  return CheckTopLevelNames(doc, &probe, summary);
+  return CheckTopLevelNames(doc, probe, summary);
 }
 
 Status ValidateStampedDocument(const bson_t* doc, const std::string& version_field) {
@@ -347,25 +341,24 @@ Status CheckTopLevelName(bson_iter_t* it, const char* name, bool* seen_id) {
   return Status::OK();
 }
 
-Status CheckTopLevelNames(const bson_t* doc, const std::string* probe, TopLevelSummary* summary) {
+Status CheckTopLevelNames(const bson_t* doc, const std::string& probe, TopLevelSummary* summary) {
   bson_iter_t it;
   if (!bson_iter_init(&it, doc)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
-  bool seen_id = false;
-  if (summary == nullptr) {
-    while (bson_iter_next(&it)) RETURN_IF_ERROR(CheckTopLevelName(&it, bson_iter_key(&it), &seen_id));
-    return Status::OK();
+  if (summary != nullptr) {
+    *summary = TopLevelSummary();
+    summary->rest.reserve(16);  // most documents: one allocation
   }
-  *summary = TopLevelSummary();
-  summary->rest.reserve(16);  // most documents: one allocation
+  bool seen_id = false;
   bool first = true;
   while (bson_iter_next(&it)) {
     const char* name = bson_iter_key(&it);
     const bool was_id = seen_id;
     RETURN_IF_ERROR(CheckTopLevelName(&it, name, &seen_id));
+    if (summary == nullptr) continue;
     const size_t len = bson_iter_key_len(&it);
     if (seen_id != was_id) {
       summary->id_first = first;
-    } else if (len == probe->size() && std::memcmp(name, probe->data(), len) == 0) {
+    } else if (len == probe.size() && std::memcmp(name, probe.data(), len) == 0) {
       if (summary->probe == TopLevelSummary::Probe::kAbsent) {
         summary->probe = BSON_ITER_HOLDS_INT64(&it) ? TopLevelSummary::Probe::kInt64 : TopLevelSummary::Probe::kOther;
         summary->probe_offset = bson_iter_offset(&it);

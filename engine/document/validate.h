@@ -75,8 +75,8 @@ struct TopLevelSummary {
   uint32_t probe_offset = 0;      // its element's offset in the document (bson_iter_offset), when present
   std::vector<std::string> rest;  // the other names, neither _id nor the probed one, in order
 };
-// ValidateForStorage, which also fills `summary` (when OK) for the
-// top-level field `probe`.
+// ValidateForStorage, which also fills `summary` (when OK and not null)
+// for the top-level field `probe`.
 Status ValidateForStorage(const bson_t* doc, const std::string& probe, TopLevelSummary* summary);
 
 // ValidateForStorage for a document made by an operator update from a

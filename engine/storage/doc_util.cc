@@ -8,10 +8,12 @@ namespace gatedb {
 void SetVersionField(const bson_t* in, const std::string& field, int64_t version, bson_t* out) {
   using Probe = TopLevelSummary::Probe;
   bson_iter_t it;
-  Probe present = !bson_iter_init_find(&it, in, field.c_str()) ? Probe::kAbsent
-                  : BSON_ITER_HOLDS_INT64(&it)                 ? Probe::kInt64
-                                                               : Probe::kOther;
-  SetVersionField(in, field, version, present, 0, out);
+  if (!bson_iter_init_find(&it, in, field.c_str())) {
+    SetVersionField(in, field, version, Probe::kAbsent, 0, out);
+    return;
+  }
+  SetVersionField(in, field, version, BSON_ITER_HOLDS_INT64(&it) ? Probe::kInt64 : Probe::kOther,
+                  bson_iter_offset(&it), out);
 }
 
 void SetVersionField(const bson_t* in, const std::string& field, int64_t version, TopLevelSummary::Probe present,

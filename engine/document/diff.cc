@@ -1,7 +1,10 @@
 #include "engine/document/diff.h"
 
+#include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 namespace gatedb {
 
@@ -124,6 +127,43 @@ void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vec
     const char* key = bson_iter_key(&ia);
     const size_t f = listed(key, len);
     if (f < fields.size() && !seen[f]) paths->emplace_back(key, len);
+  }
+}
+
+void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
+                       const std::vector<uint32_t>& before_offsets, const std::vector<uint32_t>& after_offsets,
+                       const std::string& ignore, std::vector<std::string>* paths) {
+  // DiffInto's order: the fields `before` has, by their place there; then
+  // the added ones, by theirs in `after`.  A field's sort key is its offset
+  // in `before`, or past every such offset its offset in `after`.
+  constexpr uint64_t kAdded = uint64_t{1} << 32;
+  std::vector<std::pair<uint64_t, size_t>> order;
+  order.reserve(fields.size());
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (fields[f] == ignore) continue;
+    if (before_offsets[f] != 0) {
+      order.emplace_back(before_offsets[f], f);
+    } else if (after_offsets[f] != 0) {
+      order.emplace_back(kAdded + after_offsets[f], f);
+    }
+  }
+  std::sort(order.begin(), order.end());
+  for (const auto& entry : order) {
+    const size_t f = entry.second;
+    const uint32_t key_len = static_cast<uint32_t>(fields[f].size());
+    if (before_offsets[f] == 0 || after_offsets[f] == 0) {
+      paths->push_back(fields[f]);  // added or removed
+      continue;
+    }
+    bson_iter_t ib, ia;
+    if (!bson_iter_init_from_data_at_offset(&ib, bson_get_data(before), before->len, before_offsets[f], key_len) ||
+        !bson_iter_init_from_data_at_offset(&ia, bson_get_data(after), after->len, after_offsets[f], key_len)) {
+      assert(false && "a field offset that is not an element of that name length");
+      paths->push_back(fields[f]);
+      continue;
+    }
+    assert(fields[f] == bson_iter_key(&ib) && fields[f] == bson_iter_key(&ia));
+    if (!SameValueBytes(&ib, &ia)) DiffValues(&ib, &ia, fields[f], ignore, 0, paths);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <bson/bson.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,16 @@ void DiffPaths(const bson_t* before, const bson_t* after, const std::string& ign
 // caller that knows no other field differs (an operator update): the same
 // paths in the same order, without comparing the untouched fields.
 void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
+                       const std::string& ignore, std::vector<std::string>* paths);
+
+// DiffPathsOfFields for a caller that knows where each of `fields` lies in
+// both documents: before_offsets[i] / after_offsets[i] is the offset of
+// fields[i]'s element in `before` / `after`, 0 where that document lacks it
+// (update::FieldLayout); no listed name occurs twice at the top level of
+// either.  The same paths in the same order, without searching either
+// document.
+void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vector<std::string>& fields,
+                       const std::vector<uint32_t>& before_offsets, const std::vector<uint32_t>& after_offsets,
                        const std::string& ignore, std::vector<std::string>* paths);
 
 // True when two top-level fields of `doc` share a name (BSON allows it).

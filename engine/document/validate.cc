@@ -1,9 +1,11 @@
 #include "engine/document/validate.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gatedb {
@@ -292,6 +294,32 @@ Status ValidateStampedDocument(const bson_t* doc, const std::string& version_fie
   return Status::OK();
 }
 
+namespace {
+
+// ValidateWrittenFields' checks of one listed field at `it`; a name error
+// goes to `name_error` (the first one only) and is answered after the walk.
+Status CheckWrittenField(bson_iter_t* it, const char* name, bool* seen_id, Status* name_error) {
+  if (!ElementUtf8Ok(it)) return WalkStatus(WalkResult::kBadUtf8, "");
+  if (IsContainer(bson_iter_type(it))) {
+    uint32_t len = 0;
+    const uint8_t* data = nullptr;
+    if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+      bson_iter_document(it, &len, &data);
+    } else {
+      bson_iter_array(it, &len, &data);
+    }
+    if (data == nullptr) return WalkStatus(WalkResult::kMalformed, "");
+    // The fields inside a top-level field are at depth 2.
+    RETURN_IF_ERROR(WalkStatus(
+        WalkFields(data, len, kMaxStorageNestingDepth - 1),
+        "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
+  }
+  if (name_error->ok()) *name_error = CheckTopLevelName(it, name, seen_id);
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields) {
   RETURN_IF_ERROR(CheckSize(doc));
   bson_iter_t it;
@@ -303,22 +331,30 @@ Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& 
   while (bson_iter_next(&it)) {
     const char* name = bson_iter_key(&it);
     if (!Listed(fields, name, bson_iter_key_len(&it))) continue;
-    if (!ElementUtf8Ok(&it)) return WalkStatus(WalkResult::kBadUtf8, "");
-    if (IsContainer(bson_iter_type(&it))) {
-      uint32_t len = 0;
-      const uint8_t* data = nullptr;
-      if (BSON_ITER_HOLDS_DOCUMENT(&it)) {
-        bson_iter_document(&it, &len, &data);
-      } else {
-        bson_iter_array(&it, &len, &data);
-      }
-      if (data == nullptr) return WalkStatus(WalkResult::kMalformed, "");
-      // The fields inside a top-level field are at depth 2.
-      RETURN_IF_ERROR(WalkStatus(
-          WalkFields(data, len, kMaxStorageNestingDepth - 1),
-          "Document exceeds maximum nesting depth of " + std::to_string(kMaxStorageNestingDepth)));
+    RETURN_IF_ERROR(CheckWrittenField(&it, name, &seen_id, &name_error));
+  }
+  return name_error;
+}
+
+Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields,
+                             const std::vector<uint32_t>& offsets) {
+  RETURN_IF_ERROR(CheckSize(doc));
+  // The listed fields `doc` has, in its order (as the walk above meets them).
+  std::vector<std::pair<uint32_t, size_t>> order;
+  order.reserve(fields.size());
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (offsets[f] != 0) order.emplace_back(offsets[f], f);
+  }
+  std::sort(order.begin(), order.end());
+  Status name_error;
+  bool seen_id = false;
+  for (const auto& entry : order) {
+    bson_iter_t it;
+    if (!bson_iter_init_from_data_at_offset(&it, bson_get_data(doc), doc->len, entry.first,
+                                            static_cast<uint32_t>(fields[entry.second].size()))) {
+      return Status(ErrorCode::kInvalidBSON, "invalid BSON");
     }
-    if (name_error.ok()) name_error = CheckTopLevelName(&it, name, &seen_id);
+    RETURN_IF_ERROR(CheckWrittenField(&it, bson_iter_key(&it), &seen_id, &name_error));
   }
   return name_error;
 }

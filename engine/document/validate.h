@@ -89,6 +89,13 @@ Status ValidateForStorage(const bson_t* doc, const std::string& probe, TopLevelS
 // ValidateForStorage before.
 Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields);
 
+// ValidateWrittenFields for a caller that knows where each of `fields` lies
+// in `doc`: offsets[i] is the offset of fields[i]'s element, 0 where `doc`
+// lacks it (update::FieldLayout); no listed name occurs twice at the top
+// level.  Same result, without walking the document.
+Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& fields,
+                             const std::vector<uint32_t>& offsets);
+
 // ValidateForStorage for `doc` stamped from a document that passed it by
 // adding (or overwriting) only an ObjectId _id where it had none and the
 // int64 version field `version_field`, a name CreateCollection checked:

@@ -705,6 +705,9 @@ struct AppliedUpdate {
   Document next;                   // the new document (version not yet stamped)
   std::vector<std::string> paths;  // the paths it changes (version field left out)
   bool changed = false;            // a new version: different bytes, or a version bump
+  // Where the fields the update names lie in the stored document and in
+  // `next` (valid while `next` keeps its bytes' places).
+  update::FieldLayout layout;
 };
 
 namespace {
@@ -719,14 +722,24 @@ Status ApplyUpdate(const RecordView& rec, const update::UpdateDriver& driver, co
   ctx.positional_index = details.elem_match_index;
   ctx.now_millis = now;
   bson_t* applied = bson_new();
-  Status s = driver.Apply(&rec.doc, ctx, applied);
+  Status s = driver.Apply(&rec.doc, ctx, applied, &out->layout);
   out->next = Document::Adopt(applied);
   RETURN_IF_ERROR(s);
   if (driver.is_replacement()) {
     DiffPaths(&rec.doc, applied, vf, &out->paths);
   } else {
-    DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), vf, &out->paths);
+    const update::FieldLayout& layout = out->layout;
+    if (layout.known) {
+      DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), layout.before, layout.after, vf, &out->paths);
+    } else {
+      DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), vf, &out->paths);
+    }
 #ifndef NDEBUG
+    if (layout.known) {
+      std::vector<std::string> searched;
+      DiffPathsOfFields(&rec.doc, applied, driver.top_level_fields(), vf, &searched);
+      assert(searched == out->paths && "the field layout misplaced a field");
+    }
     if (!HasDuplicateTopLevelNames(&rec.doc)) {
       std::vector<std::string> all;
       DiffPaths(&rec.doc, applied, vf, &all);
@@ -765,17 +778,23 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   const std::string& vf = opts.version_field;
   const int64_t version = rec.version + 1;
   bson_t* next = applied->next.mutable_bson();
-  if (!OverwriteVersionField(next, vf, version)) {
+  update::FieldLayout& layout = applied->layout;
+  if (!(layout.known ? OverwriteVersionFieldAt(next, vf, layout.version_after, version)
+                     : OverwriteVersionField(next, vf, version))) {
     bson_t* stamped = bson_new();
     SetVersionField(next, vf, version, stamped);
     applied->next = Document::Adopt(stamped);
+    layout.known = false;  // the fields after the version field moved
   }
   if (driver.is_replacement()) {
     RETURN_IF_ERROR(ValidateForStorage(applied->next.bson()));
   } else {
     // The stored document was valid: check what the update wrote.
-    Status valid = ValidateWrittenFields(applied->next.bson(), driver.top_level_fields());
+    Status valid = layout.known
+                       ? ValidateWrittenFields(applied->next.bson(), driver.top_level_fields(), layout.after)
+                       : ValidateWrittenFields(applied->next.bson(), driver.top_level_fields());
     assert(valid.code() == ValidateForStorage(applied->next.bson()).code());
+    assert(valid.code() == ValidateWrittenFields(applied->next.bson(), driver.top_level_fields()).code());
     RETURN_IF_ERROR(valid);
   }
   bson_t writer = BSON_INITIALIZER;
@@ -796,9 +815,11 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   bson_value_t id;
   GetId(applied->next.bson(), &id);
   PendingEvent ev;
+  KnownFields known{&driver.top_level_fields(), &layout.after};
   ev.event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id, rec.version,
                              version, w.context, applied->paths, gate, now,
-                             merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson());
+                             merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson(),
+                             layout.known ? &known : nullptr);
   ev.doc_key = key;
   events->push_back(std::move(ev));
   return Status::OK();

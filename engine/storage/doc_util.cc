@@ -62,6 +62,18 @@ bool OverwriteVersionField(bson_t* doc, const std::string& field, int64_t versio
   return true;
 }
 
+bool OverwriteVersionFieldAt(bson_t* doc, const std::string& field, uint32_t offset, int64_t version) {
+  bson_iter_t it;
+  if (offset == 0 || !bson_iter_init_from_data_at_offset(&it, bson_get_data(doc), doc->len, offset,
+                                                         static_cast<uint32_t>(field.size()))) {
+    return false;
+  }
+  assert(field == bson_iter_key(&it));
+  if (!BSON_ITER_HOLDS_INT64(&it)) return false;
+  bson_iter_overwrite_int64(&it, version);
+  return true;
+}
+
 bool GetId(const bson_t* doc, bson_value_t* id) {
   bson_iter_t it;
   if (!bson_iter_init_find(&it, doc, "_id")) return false;

@@ -31,6 +31,9 @@ void SetVersionField(const bson_t* in, const std::string& field, int64_t version
 // such int64 field; use SetVersionField then.
 // REQUIRES: `doc` is writable (made by bson_new or bson_init, not static).
 bool OverwriteVersionField(bson_t* doc, const std::string& field, int64_t version);
+// OverwriteVersionField for a caller that knows where the field is:
+// `offset` is the offset of its element in `doc`, 0 when `doc` lacks it.
+bool OverwriteVersionFieldAt(bson_t* doc, const std::string& field, uint32_t offset, int64_t version);
 
 // Points `id` at the document's top-level _id.  False when it has none.
 // The value borrows from `doc`.

@@ -1,5 +1,6 @@
 #include "engine/storage/write_events.h"
 
+#include <cassert>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -91,7 +92,40 @@ bool VersionEqualityOperand(bson_iter_t* it, int64_t* expected) {
 // What a write changed, for change streams and sync: an insert's or a
 // replacement's whole document; an update's new values of the changed paths
 // and the paths it removed.
-void AppendChange(const char* op, const bson_t* after, const std::vector<std::string>& changed_paths, bson_t* b) {
+// Finds the dotted `path` in `after` as bson_iter_find_descendant does from
+// its start; its first component is read where `known` says, when it names
+// it.
+bool FindChanged(const bson_t* after, const std::string& path, const KnownFields* known, bson_iter_t* out) {
+  const size_t dot = path.find('.');
+  const size_t first_len = dot == std::string::npos ? path.size() : dot;
+  if (known != nullptr) {
+    const std::vector<std::string>& names = *known->names;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i].size() != first_len || path.compare(0, first_len, names[i]) != 0) continue;
+      const uint32_t offset = (*known->offsets)[i];
+      if (offset == 0) return false;
+      bson_iter_t top;
+      if (!bson_iter_init_from_data_at_offset(&top, bson_get_data(after), after->len, offset,
+                                              static_cast<uint32_t>(first_len))) {
+        assert(false && "a field offset that is not an element of that name length");
+        break;
+      }
+      assert(names[i] == bson_iter_key(&top));
+      if (dot == std::string::npos) {
+        *out = top;
+        return true;
+      }
+      bson_iter_t child;
+      return (BSON_ITER_HOLDS_DOCUMENT(&top) || BSON_ITER_HOLDS_ARRAY(&top)) && bson_iter_recurse(&top, &child) &&
+             bson_iter_find_descendant(&child, path.c_str() + dot + 1, out);
+    }
+  }
+  bson_iter_t it;
+  return bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), out);
+}
+
+void AppendChange(const char* op, const bson_t* after, const std::vector<std::string>& changed_paths,
+                  const KnownFields* known, bson_t* b) {
   if (std::strcmp(op, "update") != 0) {
     BSON_APPEND_DOCUMENT(b, "fullDocument", after);
     return;
@@ -100,8 +134,15 @@ void AppendChange(const char* op, const bson_t* after, const std::vector<std::st
   BSON_APPEND_DOCUMENT_BEGIN(b, "updatedFields", &updated);
   std::vector<std::string> gone;
   for (const std::string& path : changed_paths) {
-    bson_iter_t it, f;
-    if (bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), &f)) {
+    bson_iter_t f;
+    const bool found = FindChanged(after, path, known, &f);
+#ifndef NDEBUG
+    bson_iter_t it, searched;
+    const bool was_found = bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), &searched);
+    assert(found == was_found && (!found || bson_iter_value(&f)->value_type == bson_iter_value(&searched)->value_type));
+    assert(!found || bson_iter_offset(&f) == bson_iter_offset(&searched));
+#endif
+    if (found) {
       bson_append_value(&updated, path.data(), static_cast<int>(path.size()), bson_iter_value(&f));
     } else {
       gone.push_back(path);
@@ -119,7 +160,8 @@ const char* SuggestedAction(ErrorCode) { return "reread_and_retry"; }
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
-                         const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after) {
+                         const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after,
+                         const KnownFields* known) {
   // Sized once: the fields below take about 300 bytes, an insert's or a
   // replacement's full document comes on top (libbson would grow the
   // buffer by doubling, copying it each time).
@@ -140,7 +182,7 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
     BSON_APPEND_BOOL(b, "merged", true);
     BSON_APPEND_UTF8(b, "policy", merged_by);
   }
-  if (after != nullptr) AppendChange(op, after, changed_paths, b);
+  if (after != nullptr) AppendChange(op, after, changed_paths, known, b);
   return Document::Adopt(b);
 }
 

@@ -32,6 +32,14 @@ void AppendWriterBlock(const WriteContext& ctx, int64_t now_ms, bson_t* out);
 // Appends the write context as PROTOCOL.md's writeContext document.
 void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);
 
+// Where some top-level fields lie in a write's new document: offsets[i] is
+// the offset of names[i]'s element, 0 where the document lacks it; no name
+// occurs twice at its top level (update::FieldLayout).
+struct KnownFields {
+  const std::vector<std::string>* names = nullptr;
+  const std::vector<uint32_t>* offsets = nullptr;
+};
+
 // A committed write's event: {seq: 0, op, ns, _id, versionBefore,
 // versionAfter, writeContext, changedPaths, at, gated, basisVersion?,
 // merged?: true, policy?, <change>}: `merged_by` names the conflict policy
@@ -41,12 +49,14 @@ void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);
 // write made of the document, given `after` (the stored document): for an
 // insert or a replace, fullDocument: after; for an update,
 // updatedFields: {path: new value} and removedFields: [path], from
-// changed_paths (change streams and sync read them).
+// changed_paths (change streams and sync read them).  `known`, when given,
+// says where fields of `after` lie: an update's values are then read there,
+// not searched for.
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
                          const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,
-                         const bson_t* after = nullptr);
+                         const bson_t* after = nullptr, const KnownFields* known = nullptr);
 
 // A catalog change's event: {seq: 0, op, ns, at}: "drop" (ns: "db.coll"),
 // "dropDatabase" (ns: the database's name), "rename" (with `to`).

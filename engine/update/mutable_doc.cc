@@ -578,13 +578,18 @@ bool ApplyState::RawUsable(const MChild& c) {
          std::memcmp(n->raw + 1, c.name.data(), name_len) == 0 && n->raw[1 + name_len] == '\0';
 }
 
-Status ApplyState::AppendRoot(bson_t* out) {
+Status ApplyState::AppendRoot(bson_t* out, std::vector<uint32_t>* child_offsets) {
   if (out->len != 5) return AppendChildren(root_, out, 1);
+  if (child_offsets != nullptr) {
+    child_offsets->clear();
+    child_offsets->reserve(root_->children.size());
+  }
   // The document is assembled here, then handed to `out` whole.
   std::string doc(4, '\0');
   doc.reserve(source_len_ + 256);
   bson_t changed = BSON_INITIALIZER;  // one changed field at a time, appended as AppendChildren would
   for (const MChild& c : root_->children) {
+    if (child_offsets != nullptr) child_offsets->push_back(static_cast<uint32_t>(doc.size()));
     if (RawUsable(c)) {
       doc.append(reinterpret_cast<const char*>(c.node->raw), c.node->raw_len);
       continue;
@@ -606,7 +611,10 @@ Status ApplyState::AppendRoot(bson_t* out) {
   const uint32_t len = static_cast<uint32_t>(doc.size());
   for (int i = 0; i < 4; ++i) doc[i] = static_cast<char>((len >> (8 * i)) & 0xff);
   uint8_t* dst = bson_reserve_buffer(out, len);  // `out` is empty: documented use
-  if (dst == nullptr) return AppendChildren(root_, out, 1);
+  if (dst == nullptr) {
+    if (child_offsets != nullptr) child_offsets->clear();
+    return AppendChildren(root_, out, 1);
+  }
   std::memcpy(dst, doc.data(), len);
   return Status::OK();
 }

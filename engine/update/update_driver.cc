@@ -473,13 +473,17 @@ Status UpdateDriver::ParseOperators() {
   return Status::OK();
 }
 
-Status UpdateDriver::Apply(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const {
-  Status s = is_replacement() ? ApplyReplacement(doc, ctx, out) : ApplyOperators(doc, ctx, out);
+Status UpdateDriver::Apply(const bson_t* doc, const ApplyContext& ctx, bson_t* out, FieldLayout* layout) const {
+  if (layout != nullptr) layout->known = false;
+  Status s = is_replacement() ? ApplyReplacement(doc, ctx, out) : ApplyOperators(doc, ctx, out, layout);
   if (s.ok() && out->len > internal::kMaxDocumentSize) {
     s = Status(ErrorCode::kBSONObjectTooLarge,
                "Resulting document after update is larger than " + std::to_string(internal::kMaxDocumentSize));
   }
-  if (!s.ok()) bson_reinit(out);
+  if (!s.ok()) {
+    bson_reinit(out);
+    if (layout != nullptr) layout->known = false;
+  }
   return s;
 }
 
@@ -588,7 +592,41 @@ Status UpdateDriver::ApplyReplacement(const bson_t* doc, const ApplyContext& ctx
   return Status::OK();
 }
 
-Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const {
+namespace {
+
+// Notes in offsets[i] where names[i] lies among the root's children, child
+// k at offset_of(k) (0: not there), and in *extra_offset where *extra does
+// (when given).  False when a name is there twice.
+template <typename OffsetOf>
+bool NoteOffsets(const std::vector<internal::MChild>& children, const std::vector<std::string>& names,
+                 const std::string* extra, const OffsetOf& offset_of, std::vector<uint32_t>* offsets,
+                 uint32_t* extra_offset) {
+  // Most children are passed over on their name's length alone.
+  auto length_bit = [](size_t len) { return uint64_t{1} << std::min<size_t>(len, 63); };
+  uint64_t lengths = 0;
+  for (const std::string& name : names) lengths |= length_bit(name.size());
+  if (extra != nullptr) lengths |= length_bit(extra->size());
+  offsets->assign(names.size(), 0);
+  for (size_t k = 0; k < children.size(); ++k) {
+    const std::string_view name = children[k].name;
+    if ((lengths & length_bit(name.size())) == 0) continue;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] != name) continue;
+      if ((*offsets)[i] != 0) return false;
+      (*offsets)[i] = offset_of(k);
+    }
+    if (extra != nullptr && *extra == name) {
+      if (*extra_offset != 0) return false;
+      *extra_offset = offset_of(k);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out,
+                                    FieldLayout* layout) const {
   if (ops_.empty() && !ctx.is_upsert_insert) {
     // {$set: {}} or only the absorbed version $inc: the document as it is.
     if (!bson_concat(out, doc)) return Status(ErrorCode::kInternalError, "could not copy the document");
@@ -619,6 +657,13 @@ Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, 
   }
 
   ApplyState st(doc, ctx.now_millis, ctx.is_upsert_insert);
+  // Where the named fields are before the walk changes the root: each
+  // child still points at its element of `doc`.
+  auto before_offset = [&](size_t k) {
+    return static_cast<uint32_t>(st.root()->children[k].node->raw - bson_get_data(doc));
+  };
+  bool layout_ok = layout != nullptr &&
+                   NoteOffsets(st.root()->children, top_level_fields_, nullptr, before_offset, &layout->before, nullptr);
   Walker walker(&st);
   Cursor cursor;
   cursor.chain.push_back(st.root());
@@ -654,7 +699,14 @@ Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, 
       root->children.insert(root->children.begin(), id);
     }
   }
-  Status s = st.AppendRoot(out);
+  std::vector<uint32_t> child_offsets;
+  Status s = st.AppendRoot(out, layout_ok ? &child_offsets : nullptr);
+  if (s.ok() && layout_ok && child_offsets.size() == root->children.size()) {
+    layout->version_after = 0;
+    layout->known = NoteOffsets(
+        root->children, top_level_fields_, &version_field_, [&](size_t k) { return child_offsets[k]; },
+        &layout->after, &layout->version_after);
+  }
 #ifndef NDEBUG
   if (s.ok()) {
     // The byte blocks copied from the original make the same document.

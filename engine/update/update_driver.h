@@ -67,6 +67,24 @@ struct ApplyContext {
   int64_t now_millis = 0;
 };
 
+// Where the top-level fields an operator update names, and the version
+// field, lie in the document before and after Apply(): Apply walks the one
+// and writes the other, and notes them on the way, so a caller that diffs,
+// validates or reads those fields need not search either document again.
+struct FieldLayout {
+  // False when Apply could not tell: a replacement, an update without
+  // operators, or a name among those that occurs twice at the top level of
+  // either document.  The other members are then meaningless: search.
+  bool known = false;
+  // before[i] / after[i]: the offset of top_level_fields()[i]'s element
+  // (its type byte) from the start of the document before / after the
+  // update; 0 where the document lacks the field.
+  std::vector<uint32_t> before, after;
+  // The same for the version field, as a top-level name (the store stamps
+  // it there), in the document after the update.
+  uint32_t version_after = 0;
+};
+
 class UpdateDriver {
  public:
   // Parses `update`: a replacement document when its first field name does
@@ -151,7 +169,10 @@ class UpdateDriver {
   //    bad _id;
   //  - Overflow: the result nests deeper than 100 levels;
   //  - BSONObjectTooLarge: the result exceeds 16 MiB.
-  Status Apply(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
+  //
+  // `layout`, when given, is filled with where the fields this update names
+  // lie in `doc` and `out` (known stays false on error).
+  Status Apply(const bson_t* doc, const ApplyContext& ctx, bson_t* out, FieldLayout* layout = nullptr) const;
 
  private:
   UpdateDriver();
@@ -161,7 +182,7 @@ class UpdateDriver {
   void AddWrittenPath(const std::vector<std::string>& parts);
   Status ParseReplacement();
   Status ApplyReplacement(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
-  Status ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
+  Status ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out, FieldLayout* layout) const;
 
   // Constant after construction.
   bson_t* update_ = nullptr;        // owned copy; operands point into it

@@ -234,8 +234,11 @@ class ApplyState {
   // The root's children as a whole document into `out`: the unchanged
   // top-level fields of the original are copied as byte blocks, the others
   // appended as AppendChildren would (it is used when `out` is not empty).
-  // The bytes are AppendChildren's.  Errors: those of AppendChildren.
-  Status AppendRoot(bson_t* out);
+  // The bytes are AppendChildren's.  `child_offsets`, when given, receives
+  // the offset in `out` of each root child's element, in the children's
+  // order (left empty when `out` was not empty).  Errors: those of
+  // AppendChildren.
+  Status AppendRoot(bson_t* out, std::vector<uint32_t>* child_offsets = nullptr);
 
  private:
   // Whether `c` (a child of the root) can be copied from the original.

@@ -55,6 +55,42 @@ void ApplyOnce(const gatedb::update::UpdateDriver& driver, const bson_t* u, cons
   bson_destroy(&out);
 }
 
+// The first top-level element named `name`, 0 when none.
+uint32_t OffsetOf(const bson_t* doc, const std::string& name) {
+  bson_iter_t it;
+  return bson_iter_init_find_w_len(&it, doc, name.data(), static_cast<int>(name.size())) ? bson_iter_offset(&it) : 0;
+}
+
+// The write path reads the named fields where Apply's FieldLayout says they
+// are: it must be where a search finds them, and the diff and checks there
+// must agree with the searching ones.
+void CheckLayout(const gatedb::update::UpdateDriver& driver, const bson_t* u, const bson_t* d, const bson_t* out,
+                 const std::vector<std::string>& listed) {
+  gatedb::update::FieldLayout layout;
+  bson_t again = BSON_INITIALIZER;
+  if (!driver.Apply(d, gatedb::update::ApplyContext(), &again, &layout).ok()) {
+    Fail("Apply failed the second time", u, d, out);
+  }
+  bson_destroy(&again);
+  if (!layout.known) {
+    if (!driver.top_level_fields().empty()) Fail("no layout for an operator update", u, d, out);
+    return;
+  }
+  const std::vector<std::string>& fields = driver.top_level_fields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (layout.before[i] != OffsetOf(d, fields[i]) || layout.after[i] != OffsetOf(out, fields[i])) {
+      Fail("FieldLayout misplaces a field", u, d, out);
+    }
+  }
+  if (layout.version_after != OffsetOf(out, "version")) Fail("FieldLayout misplaces the version field", u, d, out);
+  std::vector<std::string> told;
+  gatedb::DiffPathsOfFields(d, out, fields, layout.before, layout.after, "version", &told);
+  if (told != listed) Fail("DiffPathsOfFields at the layout's offsets disagrees", u, d, out);
+  if (gatedb::ValidateWrittenFields(out, fields).code() != gatedb::ValidateWrittenFields(out, fields, layout.after).code()) {
+    Fail("ValidateWrittenFields at the layout's offsets disagrees", u, d, out);
+  }
+}
+
 // The write path diffs and validates only the driver's top_level_fields():
 // on a storable document, that must agree with the whole-document checks.
 void CheckWrittenFieldsOnly(const gatedb::update::UpdateDriver& driver, const bson_t* u, const bson_t* d) {
@@ -69,6 +105,7 @@ void CheckWrittenFieldsOnly(const gatedb::update::UpdateDriver& driver, const bs
         gatedb::ValidateWrittenFields(&out, driver.top_level_fields()).code()) {
       Fail("ValidateWrittenFields disagrees with ValidateForStorage", u, d, &out);
     }
+    CheckLayout(driver, u, d, &out, listed);
   }
   bson_destroy(&out);
 }

@@ -66,6 +66,16 @@ std::vector<std::string> Keys(const bson_t* doc) {
   return out;
 }
 
+std::vector<uint32_t> TopLevelOffsets(const bson_t* doc, const std::vector<std::string>& names) {
+  std::vector<uint32_t> out;
+  for (const std::string& name : names) {
+    bson_iter_t it;
+    const bool found = bson_iter_init_find_w_len(&it, doc, name.data(), static_cast<int>(name.size()));
+    out.push_back(found ? bson_iter_offset(&it) : 0);
+  }
+  return out;
+}
+
 std::string ToJson(const bson_t* b) { return DocumentView(b).ToJson(); }
 
 TempDir::TempDir() {

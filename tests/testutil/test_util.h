@@ -50,6 +50,11 @@ std::vector<std::string> StringsAt(const bson_t* doc, const char* path);
 // The document's top-level field names, in order (repeats included).
 std::vector<std::string> Keys(const bson_t* doc);
 
+// The offset of each of `names`' first top-level element in `doc`
+// (bson_iter_offset), 0 where `doc` lacks it: a search, to check offsets
+// that the code under test noted without one.
+std::vector<uint32_t> TopLevelOffsets(const bson_t* doc, const std::vector<std::string>& names);
+
 // Relaxed Extended JSON of a bson_t, for assertions.
 std::string ToJson(const bson_t* b);
 

@@ -32,6 +32,28 @@ TEST(DiffPathsTest, OfFieldsComparesOnlyTheNamedTopLevelFields) {
   EXPECT_THAT(out, ::testing::ElementsAre("a.x", "b", "d"));  // DiffPaths' order, not the list's
 }
 
+// Told where the listed fields are in both documents (the update path is,
+// by the update driver), DiffPathsOfFields gives what its search gives: the
+// same paths, in DiffPaths' order (fields of `before` by their place there,
+// then the added ones by theirs in `after`).
+TEST(DiffPathsTest, OfFieldsAtKnownOffsetsGivesWhatTheSearchGives) {
+  Document a = test::Json(R"({"_id": 1, "a": {"x": 1, "y": 2}, "b": 2, "c": 3, "version": 1})");
+  Document b = test::Json(R"({"_id": 1, "z": 0, "a": {"x": 5, "y": 2}, "b": 9, "version": 2, "e": 5, "d": 4})");
+  const std::vector<std::vector<std::string>> lists = {
+      {"a", "d"}, {"d", "b", "a"}, {"c"}, {"e", "d", "c", "b", "a"}, {"version", "b"}, {"missing", "a"}, {}};
+  const std::vector<std::vector<std::string>> want = {
+      {"a.x", "d"}, {"a.x", "b", "d"}, {"c"}, {"a.x", "b", "c", "e", "d"}, {"b"}, {"a.x"}, {}};
+  for (size_t i = 0; i < lists.size(); ++i) {
+    const std::vector<std::string>& fields = lists[i];
+    std::vector<std::string> searched, told;
+    DiffPathsOfFields(a.bson(), b.bson(), fields, "version", &searched);
+    DiffPathsOfFields(a.bson(), b.bson(), fields, test::TopLevelOffsets(a.bson(), fields),
+                      test::TopLevelOffsets(b.bson(), fields), "version", &told);
+    EXPECT_EQ(want[i], searched) << "list " << i;
+    EXPECT_EQ(want[i], told) << "list " << i;
+  }
+}
+
 TEST(DiffPathsTest, DuplicateTopLevelNamesAreDetected) {
   bson_t* b = bson_new();
   BSON_APPEND_INT32(b, "arr", 1);

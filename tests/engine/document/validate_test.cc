@@ -250,6 +250,16 @@ TEST(ValidateForStorageTest, RejectsInvalidUtf8) {
   EXPECT_OK(ValidateForStorage(with_nul.bson()));
 }
 
+// ValidateWrittenFields both ways: searching `doc` for the fields, and told
+// where they are (as the update path is); the two must agree.
+Status Written(const bson_t* doc, const std::vector<std::string>& fields) {
+  Status searched = ValidateWrittenFields(doc, fields);
+  Status told = ValidateWrittenFields(doc, fields, test::TopLevelOffsets(doc, fields));
+  EXPECT_EQ(searched.code(), told.code()) << searched.ToString() << " / " << told.ToString();
+  EXPECT_EQ(searched.reason(), told.reason());
+  return told;
+}
+
 TEST(ValidateWrittenFieldsTest, ChecksTheListedFieldsWhole) {
   // Invalid UTF-8 deep inside a written field is found...
   bson_t* b = bson_new();
@@ -260,17 +270,20 @@ TEST(ValidateWrittenFieldsTest, ChecksTheListedFieldsWhole) {
   bson_append_document_end(b, &child);
   bson_append_utf8(b, "t", 1, "\xff", 1);
   Document d = Document::Adopt(b);
-  EXPECT_THAT(ValidateWrittenFields(d.bson(), {"a"}), StatusIs(ErrorCode::kInvalidBSON));
-  EXPECT_THAT(ValidateWrittenFields(d.bson(), {"t"}), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_THAT(Written(d.bson(), {"a"}), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_THAT(Written(d.bson(), {"t"}), StatusIs(ErrorCode::kInvalidBSON));
   // ...and fields the update did not write are the stored, checked bytes:
   // by contract they are not walked again.
-  EXPECT_OK(ValidateWrittenFields(d.bson(), {"_id"}));
+  EXPECT_OK(Written(d.bson(), {"_id"}));
+  // A listed field the document lacks is not an error.
+  EXPECT_OK(Written(d.bson(), {"missing", "_id"}));
+  EXPECT_THAT(Written(d.bson(), {"missing", "t"}), StatusIs(ErrorCode::kInvalidBSON));
 
   // Top-level name and _id rules apply to written fields.
   Document dollar = test::Json(R"({"_id": 1, "$x": 1})");
-  EXPECT_THAT(ValidateWrittenFields(dollar.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
+  EXPECT_THAT(Written(dollar.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
   Document array_id = test::Json(R"({"_id": [1]})");
-  EXPECT_THAT(ValidateWrittenFields(array_id.bson(), {"_id"}), StatusIs(ErrorCode::kInvalidIdField));
+  EXPECT_THAT(Written(array_id.bson(), {"_id"}), StatusIs(ErrorCode::kInvalidIdField));
 
   // A malformed value anywhere among the written fields is answered before
   // a bad name, whichever comes first in the document (one walk does both,
@@ -279,12 +292,12 @@ TEST(ValidateWrittenFieldsTest, ChecksTheListedFieldsWhole) {
   BSON_APPEND_INT32(b, "$x", 1);
   bson_append_utf8(b, "t", 1, "\xff", 1);
   Document name_then_value = Document::Adopt(b);
-  EXPECT_THAT(ValidateWrittenFields(name_then_value.bson(), {"$x", "t"}), StatusIs(ErrorCode::kInvalidBSON));
+  EXPECT_THAT(Written(name_then_value.bson(), {"$x", "t"}), StatusIs(ErrorCode::kInvalidBSON));
   EXPECT_EQ(ValidateForStorage(name_then_value.bson()).code(), ErrorCode::kInvalidBSON);
-  EXPECT_THAT(ValidateWrittenFields(name_then_value.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
+  EXPECT_THAT(Written(name_then_value.bson(), {"$x"}), StatusIs(ErrorCode::kDollarPrefixedFieldName));
   // Of two bad names, the first in the document.
   Document two_names = test::Json(R"({"_id": [1], "$y": 1})");
-  EXPECT_THAT(ValidateWrittenFields(two_names.bson(), {"$y", "_id"}), StatusIs(ErrorCode::kInvalidIdField));
+  EXPECT_THAT(Written(two_names.bson(), {"$y", "_id"}), StatusIs(ErrorCode::kInvalidIdField));
 }
 
 // A stamped document (an insert's, with its _id and version added) is

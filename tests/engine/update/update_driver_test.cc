@@ -118,6 +118,63 @@ TEST_P(UpdateCaseTest, Applies) {
     EXPECT_EQ(ValidateForStorage(result.bson()).code(),
               ValidateWrittenFields(result.bson(), (*driver)->top_level_fields()).code());
   }
+
+  // The layout Apply notes is where a search finds the fields, and the
+  // write path's diff and checks at those offsets give the same answers.
+  const std::vector<std::string>& fields = (*driver)->top_level_fields();
+  FieldLayout layout;
+  bson_t again = BSON_INITIALIZER;
+  ASSERT_OK((*driver)->Apply(doc.bson(), ctx, &again, &layout));
+  Document out = Document::Adopt(bson_copy(&again));
+  bson_destroy(&again);
+  EXPECT_EQ(layout.known, !fields.empty() && !HasDuplicateTopLevelNames(out.bson()));
+  if (!layout.known) return;
+  EXPECT_EQ(test::TopLevelOffsets(doc.bson(), fields), layout.before);
+  EXPECT_EQ(test::TopLevelOffsets(out.bson(), fields), layout.after);
+  EXPECT_EQ(test::TopLevelOffsets(out.bson(), {c.version_field}), std::vector<uint32_t>{layout.version_after});
+  std::vector<std::string> told;
+  DiffPathsOfFields(doc.bson(), out.bson(), fields, layout.before, layout.after, c.version_field, &told);
+  EXPECT_EQ(listed, told);
+  EXPECT_EQ(ValidateWrittenFields(out.bson(), fields).code(),
+            ValidateWrittenFields(out.bson(), fields, layout.after).code());
+}
+
+// Apply says it does not know the layout when a name it would note is
+// repeated, for a replacement, and after an error.
+TEST(FieldLayoutTest, UnknownWhenANameRepeatsOrForAReplacementOrAnError) {
+  auto apply = [](const bson_t* doc, const std::string& update, FieldLayout* layout) {
+    Document u = test::Json(update);
+    auto driver = UpdateDriver::Parse(u.bson(), UpdateOptions());
+    EXPECT_OK(driver.status());
+    bson_t out = BSON_INITIALIZER;
+    layout->known = true;  // Apply must say
+    Status s = (*driver)->Apply(doc, ApplyContext(), &out, layout);
+    bson_destroy(&out);
+    return s;
+  };
+  bson_t* b = bson_new();
+  BSON_APPEND_INT32(b, "_id", 1);
+  BSON_APPEND_INT32(b, "a", 1);
+  BSON_APPEND_INT64(b, "version", 3);
+  BSON_APPEND_INT32(b, "a", 2);
+  BSON_APPEND_INT64(b, "version", 4);
+  Document repeated = Document::Adopt(b);
+  FieldLayout layout;
+  ASSERT_OK(apply(repeated.bson(), R"({"$set": {"a": 5}})", &layout));
+  EXPECT_FALSE(layout.known);
+  ASSERT_OK(apply(repeated.bson(), R"({"$set": {"b": 5}})", &layout));  // the version field repeats
+  EXPECT_FALSE(layout.known);
+
+  Document plain = test::Json(R"({"_id": 1, "a": 1, "version": {"$numberLong": "3"}})");
+  ASSERT_OK(apply(plain.bson(), R"({"$set": {"b": 5}})", &layout));
+  EXPECT_TRUE(layout.known);
+  EXPECT_EQ(std::vector<uint32_t>{0}, layout.before);
+  EXPECT_NE(0u, layout.after[0]);
+  EXPECT_NE(0u, layout.version_after);
+  ASSERT_OK(apply(plain.bson(), R"({"a": 2})", &layout));
+  EXPECT_FALSE(layout.known);
+  EXPECT_THAT(apply(plain.bson(), R"({"$inc": {"_id": 1}})", &layout), test::StatusIs(ErrorCode::kImmutableField));
+  EXPECT_FALSE(layout.known);
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }

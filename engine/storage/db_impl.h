@@ -50,6 +50,7 @@ struct PendingEvent;
 struct RefusalDetail;
 struct RecordView;
 struct AppliedUpdate;
+class TxnPool;
 struct IndexEntry;
 namespace index {
 struct Hint;
@@ -560,6 +561,9 @@ class DBImpl {
   const Options options_;
 
   rocksdb::TransactionDB* db_ = nullptr;
+  // Finished transactions reused by every write (Txn); emptied before db_
+  // is closed.
+  std::unique_ptr<TxnPool> txn_pool_;
   rocksdb::ColumnFamilyHandle* catalog_cf_ = nullptr;
   rocksdb::ColumnFamilyHandle* docs_cf_ = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
@@ -603,6 +607,9 @@ class DBImpl {
   std::atomic<int> durable_in_flight_{0};
   // How long a group-commit leader waits at most for writes in flight.
   static constexpr int kGroupCommitWaitMicros = 1000;
+  // Finished transactions kept for reuse: more than the writers that
+  // commit at once in practice.
+  static constexpr size_t kKeptTransactions = 32;
   // Counts a durable write as in flight while it lives, so that a
   // group-commit leader lets it commit before fsyncing (one fsync then
   // covers it).  Counts nothing when `durable` is false, or when the

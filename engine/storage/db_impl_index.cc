@@ -545,7 +545,7 @@ Status DBImpl::BuildIndex(const Collection& coll, const std::shared_ptr<const In
     // Index them under their locks, latest versions, one transaction.
     Status s;
     for (int attempt = 0; attempt < 100; ++attempt) {
-      Txn txn(db_, rocksdb::WriteOptions());
+      Txn txn(txn_pool_.get(), rocksdb::WriteOptions());
       s = Status::OK();
       for (const std::string& key : chunk) {
         std::string value;

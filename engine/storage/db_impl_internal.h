@@ -13,6 +13,7 @@
 #include "engine/query/matcher.h"
 #include "engine/storage/db_impl.h"
 #include "engine/storage/fingerprint.h"
+#include "engine/storage/txn_pool.h"
 #include "engine/storage/write_reply.h"
 #include "engine/util/rocks_status.h"
 
@@ -165,9 +166,10 @@ inline void QuietRocksPerfCounters() { rocksdb::SetPerfLevel(rocksdb::PerfLevel:
 // would multiply the wait), nor is any other error.
 class Txn {
  public:
-  Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn_((QuietRocksPerfCounters(), db->BeginTransaction(wo))) {}
-  Txn(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, const rocksdb::TransactionOptions& to)
-      : txn_((QuietRocksPerfCounters(), db->BeginTransaction(wo, to))) {}
+  // A transaction from `pool` (returned to it when this is destroyed).
+  Txn(TxnPool* pool, const rocksdb::WriteOptions& wo,
+      const rocksdb::TransactionOptions& to = rocksdb::TransactionOptions())
+      : pool_(pool), txn_((QuietRocksPerfCounters(), pool->Begin(wo, to))) {}
   // Rolls back now (idempotent).
   void Abort() {
     if (!done_) {
@@ -178,6 +180,7 @@ class Txn {
   bool done() const { return done_; }
   ~Txn() {
     if (!done_) txn_->Rollback().PermitUncheckedError();
+    pool_->Recycle(txn_.release());
   }
   Txn(const Txn&) = delete;
   Txn& operator=(const Txn&) = delete;
@@ -209,6 +212,7 @@ class Txn {
 
  private:
   void Note(const rocksdb::Status& s) { lock_conflict_ = s.IsBusy() || s.IsTryAgain() || s.IsDeadlock(); }
+  TxnPool* const pool_;
   std::unique_ptr<rocksdb::Transaction> txn_;
   bool done_ = false;
   bool lock_conflict_ = false;
@@ -218,9 +222,9 @@ class Txn {
 // journal events are numbered when it commits (DBImpl::CommitScope): a keyed
 // write's, or a snapshot transaction's.
 struct WriteScope {
-  WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo) : txn(db, wo), sync(wo.sync) {}
-  WriteScope(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, const rocksdb::TransactionOptions& to)
-      : txn(db, wo, to), sync(wo.sync) {}
+  WriteScope(TxnPool* pool, const rocksdb::WriteOptions& wo,
+             const rocksdb::TransactionOptions& to = rocksdb::TransactionOptions())
+      : txn(pool, wo, to), sync(wo.sync) {}
   Txn txn;
   const bool sync;  // its commit is durable
   std::vector<PendingEvent> events;
@@ -273,11 +277,10 @@ void BackoffBeforeRetry(int attempt);
 // conflict worth retrying.  Inside a scope nothing is retried: the scope
 // holds other locks, and its caller decides.
 template <typename Fn>
-Status WithLockRetries(rocksdb::TransactionDB* db, const rocksdb::WriteOptions& wo, WriteScope* scope,
-                       Fn&& attempt) {
+Status WithLockRetries(TxnPool* pool, const rocksdb::WriteOptions& wo, WriteScope* scope, Fn&& attempt) {
   for (int n = 0;; ++n) {
     std::optional<Txn> local;
-    if (scope == nullptr) local.emplace(db, wo);
+    if (scope == nullptr) local.emplace(pool, wo);
     Txn& txn = scope != nullptr ? scope->txn : *local;
     txn.clear_lock_conflict();
     Status s = attempt(txn);

@@ -62,7 +62,7 @@ StatusOr<LeaseInfo> DBImpl::LeaseCommand(LeaseOp op, const Namespace& ns, const 
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(ns));
   std::string key = keys::EncodeDocKey(coll->info.id, id);
   LeaseInfo out;
-  RETURN_IF_ERROR(WithLockRetries(db_, RocksWriteOptions(WriteOptionsInternal()), nullptr, [&](Txn& txn) -> Status {
+  RETURN_IF_ERROR(WithLockRetries(txn_pool_.get(), RocksWriteOptions(WriteOptionsInternal()), nullptr, [&](Txn& txn) -> Status {
     out = LeaseInfo();
     std::string ignored, value;
     bool doc_exists = false, exists = false;

@@ -158,6 +158,7 @@ DBImpl::~DBImpl() {
   if (idempotency_) idempotency_->Stop();
   idempotency_.reset();
   if (db_ != nullptr) {
+    txn_pool_.reset();  // its transactions before their database
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
     delete db_;
   }
@@ -251,6 +252,7 @@ Status DBImpl::OpenRocks() {
     return Status(s.IsIOError() ? ErrorCode::kInternalError : FromRocks(s).code(),
                   "cannot open data directory '" + path_ + "': " + s.ToString());
   }
+  txn_pool_ = std::make_unique<TxnPool>(db_, kKeptTransactions);
   catalog_cf_ = handles_[1];
   docs_cf_ = handles_[2];
   wal::JournalOptions jopts;
@@ -365,7 +367,7 @@ Status DBImpl::DropCollection(const Namespace& ns) {
     // event: a change stream on the collection ends there (invalidate).
     WriteOptionsInternal plain;
     plain.sync = options_.sync;
-    Txn txn(db_, RocksWriteOptions(plain));
+    Txn txn(txn_pool_.get(), RocksWriteOptions(plain));
     RETURN_IF_ERROR(FromRocks(txn->Delete(catalog_cf_, std::string(kCatalogNsPrefix) + ns.full())));
     std::vector<PendingEvent> events(1);
     events[0].event = BuildDdlEvent("drop", ns.full(), NowMs());
@@ -438,7 +440,7 @@ Status DBImpl::RenameCollection(const Namespace& from, const Namespace& to, bool
     renamed->set_indexes(coll->indexes());
     WriteOptionsInternal plain;
     plain.sync = options_.sync;
-    Txn txn(db_, RocksWriteOptions(plain));
+    Txn txn(txn_pool_.get(), RocksWriteOptions(plain));
     RETURN_IF_ERROR(FromRocks(txn->Delete(catalog_cf_, std::string(kCatalogNsPrefix) + from.full())));
     RETURN_IF_ERROR(FromRocks(txn->Put(catalog_cf_, std::string(kCatalogNsPrefix) + to.full(), EncodeCollectionInfo(renamed->info))));
     std::vector<PendingEvent> events;
@@ -475,7 +477,7 @@ Status DBImpl::DropDatabase(const std::string& db) {
   // is the database's name): a change stream on the database ends there.
   WriteOptionsInternal plain;
   plain.sync = options_.sync;
-  Txn txn(db_, RocksWriteOptions(plain));
+  Txn txn(txn_pool_.get(), RocksWriteOptions(plain));
   std::vector<PendingEvent> events(1);
   events[0].event = BuildDdlEvent("dropDatabase", db, NowMs());
   return CommitWithEvents(txn, &events);

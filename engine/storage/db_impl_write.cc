@@ -233,7 +233,7 @@ Status DBImpl::RefuseUnauthorized(const Namespace& ns, std::string_view doc_key,
   events[0].event = BuildConflictEvent(info);
   events[0].doc_key = std::string(doc_key);
   // Committed on its own, as a version conflict's event is (RefuseGatedWrite).
-  Txn txn(db_, RocksWriteOptions(w));
+  Txn txn(txn_pool_.get(), RocksWriteOptions(w));
   RETURN_IF_ERROR(CommitWithEvents(txn, &events));
   return auth::UnauthorizedError(w.context.agent_id, info.action, info.ns, why, path.empty() ? nullptr : &path,
                                  w.context.source.empty() ? nullptr : &w.context.source,
@@ -424,7 +424,7 @@ void WriteScopeDeleter::operator()(WriteScope* scope) const {
 ScopePtr DBImpl::BeginScope(bool sync) {
   WriteOptionsInternal plain;
   plain.sync = sync;
-  return ScopePtr(new WriteScope(db_, RocksWriteOptions(plain)));
+  return ScopePtr(new WriteScope(txn_pool_.get(), RocksWriteOptions(plain)));
 }
 
 ScopePtr DBImpl::BeginTransaction(const std::string& txn_id, const TransactionLimits& limits, bool sync) {
@@ -435,7 +435,7 @@ ScopePtr DBImpl::BeginTransaction(const std::string& txn_id, const TransactionLi
   to.lock_timeout = limits.lock_timeout_ms;
   to.expiration = limits.lifetime_ms;
   to.max_write_batch_size = limits.max_bytes;
-  ScopePtr scope(new WriteScope(db_, RocksWriteOptions(plain), to));
+  ScopePtr scope(new WriteScope(txn_pool_.get(), RocksWriteOptions(plain), to));
   scope->txn_id = txn_id;
   return scope;
 }
@@ -527,7 +527,7 @@ Status DBImpl::RefuseGatedWrite(const Collection& coll, std::string_view doc_key
   // scope: the refusal makes those abort (nothing of them is kept), but the
   // attempt happened and conflictStats counts it.  Only journal keys are
   // written, without locks, so this cannot wait on the scope's own locks.
-  Txn txn(db_, RocksWriteOptions(w));
+  Txn txn(txn_pool_.get(), RocksWriteOptions(w));
   Status s = CommitWithEvents(txn, &events);
   if (!s.ok()) return s;
   return Status(code, BuildConflictMessage(info), std::make_shared<const Document>(BuildConflictErrInfo(info)));
@@ -626,7 +626,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   insert_gate.writable = WritablePathsOf(w, auth::Action::kInsert, info.ns);
   while (i < req.documents.size() && !stop) {
     std::optional<Txn> local;
-    if (w.scope == nullptr) local.emplace(db_, RocksWriteOptions(w));
+    if (w.scope == nullptr) local.emplace(txn_pool_.get(), RocksWriteOptions(w));
     Txn& txn = w.scope ? w.scope->txn : *local;
     std::vector<std::pair<size_t, Value>> pending;
     std::vector<PendingEvent> events;
@@ -829,7 +829,7 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
                               const update::UpdateDriver& driver, const WriteOptionsInternal& w,
                               const WriteGate& gate, WriteOutcome* out) {
   std::shared_ptr<const CollectionOptions> opts = coll.opts();
-  return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
+  return WithLockRetries(txn_pool_.get(), RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
     NoReadBack(txn, w);
     std::string value;
@@ -907,7 +907,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
   std::string key = keys::EncodeDocKey(coll.info.id, id);
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, query::Matcher::Parse(query));
   Document writer = BuildWriterBlock(w.context, now);
-  RETURN_IF_ERROR(WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
+  RETURN_IF_ERROR(WithLockRetries(txn_pool_.get(), RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->raced = false;
     NoReadBack(txn, w);
     std::string existing;
@@ -949,7 +949,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
 
 Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, const query::Matcher* matcher,
                               const WriteOptionsInternal& w, const WriteGate& gate, WriteOutcome* out) {
-  return WithLockRetries(db_, RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
+  return WithLockRetries(txn_pool_.get(), RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
     NoReadBack(txn, w);
     std::string value;

@@ -608,6 +608,18 @@ Status DBImpl::CheckBasisAge(const Collection& coll, const bson_t* filter, const
   return RefuseGatedWrite(coll, key, have ? &rec : nullptr, gate, w, ErrorCode::kStaleBasis, why);
 }
 
+namespace {
+
+// A single-document write outside a scope never reads back what it wrote:
+// its transaction's writes need no index (RocksDB's WriteBatchWithIndex
+// then only records them).  Inside a scope later statements read their own
+// writes, so the index stays.
+void NoReadBack(Txn& txn, const WriteOptionsInternal& w) {
+  if (w.scope == nullptr) txn->DisableIndexing();
+}
+
+}  // namespace
+
 StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteOptionsInternal& w) {
   ASSIGN_OR_RETURN(std::shared_ptr<Collection> coll, GetOrCreateCollection(req.ns));
   ReaderLock drop(&coll->drop_mu);
@@ -628,6 +640,10 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
     std::optional<Txn> local;
     if (w.scope == nullptr) local.emplace(txn_pool_.get(), RocksWriteOptions(w));
     Txn& txn = w.scope ? w.scope->txn : *local;
+    // A batch of several documents reads its own writes back (a repeated
+    // _id, a unique key taken earlier in the batch); one document alone
+    // does not.
+    if (req.documents.size() == 1) NoReadBack(txn, w);
     std::vector<std::pair<size_t, Value>> pending;
     std::vector<PendingEvent> events;
     size_t batch_limit = w.scope ? req.documents.size() : kBatch;
@@ -687,18 +703,6 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
   }
   return result;
 }
-
-namespace {
-
-// A single-document write outside a scope never reads back what it wrote:
-// its transaction's writes need no index (RocksDB's WriteBatchWithIndex
-// then only records them).  Inside a scope later statements read their own
-// writes, so the index stays.
-void NoReadBack(Txn& txn, const WriteOptionsInternal& w) {
-  if (w.scope == nullptr) txn->DisableIndexing();
-}
-
-}  // namespace
 
 // What an update does to the locked document, before the gate decides.
 struct AppliedUpdate {

@@ -418,5 +418,47 @@ TEST(DBImplInsertTest, EventListsTheStoredDocumentsFieldsButTheVersion) {
   EXPECT_EQ(stored_names[R"("v-dup")"], (std::vector<std::string>{"_id", "a"}));
 }
 
+// A single-document insert buffers its writes without RocksDB's index of
+// them (it never reads them back), and its transaction then goes back to
+// the pool.  A batch reads its own inserts back: a repeated _id in it is a
+// duplicate, on a reused transaction too.
+TEST(DBImplInsertTest, ABatchSeesItsOwnInsertsAfterSingleInsertsOnTheSameTransactions) {
+  test::TempDir dir;
+  std::unique_ptr<DBImpl> db = OpenDb(dir.path(), Options());
+  ASSERT_NE(db, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    InsertRequest one;
+    one.ns = kNs;
+    one.documents.push_back(Json(R"({"_id": "solo)" + std::to_string(i) + R"(", "a": 0})"));
+    auto r = db->Insert(one);
+    ASSERT_OK(r);
+    ASSERT_EQ(1, r->n);
+  }
+  for (bool ordered : {false, true}) {
+    SCOPED_TRACE(ordered ? "ordered" : "unordered");
+    const std::string x = ordered ? "x-ordered" : "x-unordered";
+    InsertRequest batch;
+    batch.ns = kNs;
+    batch.ordered = ordered;
+    batch.documents.push_back(Json(R"({"_id": ")" + x + R"(", "a": 1})"));
+    batch.documents.push_back(Json(R"({"_id": ")" + x + R"(", "a": 2})"));
+    batch.documents.push_back(Json(R"({"_id": ")" + x + R"(-other", "a": 3})"));
+    auto r = db->Insert(batch);
+    ASSERT_OK(r);
+    ASSERT_EQ(1u, r->write_errors.size());
+    EXPECT_EQ(1u, r->write_errors[0].index);
+    EXPECT_THAT(r->write_errors[0].status, test::StatusIs(ErrorCode::kDuplicateKey));
+    EXPECT_EQ(ordered ? 1 : 2, r->n);
+  }
+  int64_t a_of_x = -1;
+  size_t count = 0;
+  for (const Document& d : AllDocuments(db.get())) {
+    ++count;
+    if (IdJson(d.bson()) == R"("x-unordered")") a_of_x = test::IntAt(d.bson(), "a");
+  }
+  EXPECT_EQ(3u + 2u + 1u, count);  // three single inserts, then 2 and 1
+  EXPECT_EQ(1, a_of_x);  // the first of the two, not overwritten
+}
+
 }  // namespace
 }  // namespace gatedb

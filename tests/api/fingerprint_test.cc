@@ -71,6 +71,62 @@ TEST(FingerprintTest, SameMeaningSameHashAndOnlyThen) {
   }
 }
 
+std::string Hex(const std::string& bytes) {
+  static const char* const kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+// Fingerprints are stored in the idempotency log and compared with a
+// retry's after an upgrade: their values are part of the stored format
+// (fingerprint.h, formats 1 and 2) and must never move.  Each of these was
+// computed when its format was current.
+TEST(FingerprintTest, StoredValuesNeverChange) {
+  const Namespace ns{"db", "coll"};
+  UpdateRequest update;
+  update.ns = ns;
+  UpdateStatement st;
+  st.q = test::Json(R"({"b": 2, "_id": "doc-1"})");
+  st.u = test::Json(R"({"$set": {"score": 1.5, "a.b": "x"}, "$inc": {"n": 1}})");
+  st.basis_version = 7;
+  update.updates.push_back(st);
+  EXPECT_EQ("a2b8f87840eaf3dbe121e26fea1d126c", Hex(RequestFingerprint(update)));
+
+  InsertRequest insert;
+  insert.ns = ns;
+  insert.ordered = false;
+  insert.documents.push_back(test::Json(R"({"_id": 1, "a": [1, 2, {"b": null}]})"));
+  // A canonical form of several kilobytes.
+  insert.documents.push_back(test::Json(R"({"_id": 2, "text": ")" + std::string(6000, 'x') + R"("})"));
+  EXPECT_EQ("91ec1f8d0b1e3153bfc0b98dbac55844", Hex(RequestFingerprint(insert)));
+
+  DeleteRequest del;
+  del.ns = ns;
+  DeleteStatement d;
+  d.q = test::Json(R"({"status": "done"})");
+  d.limit = 0;
+  del.deletes.push_back(d);
+  EXPECT_EQ("0ef73b4f259ccd7bc39810b39b05d6be", Hex(RequestFingerprint(del)));
+
+  FindAndModifyRequest fam;
+  fam.ns = ns;
+  fam.query = test::Json(R"({"_id": 3})");
+  fam.sort = test::Json(R"({"a": -1})");
+  fam.update = test::Json(R"({"$set": {"a": 1}})");
+  fam.return_new = true;
+  EXPECT_EQ("a6305245493da55fc6f3f0d37e3d647f", Hex(RequestFingerprint(fam)));
+
+  EXPECT_EQ("2a5b0522a56ddc950ddc786a3dfd3557", Hex(CommitFingerprint()));
+
+  Document command = test::Json(R"({"update": "coll", "$db": "db", "writeContext": {"taskId": "t"},
+      "updates": [{"u": {"$set": {"y": 2, "x": 1}}, "q": {"b": 2, "a": 1}}]})");
+  EXPECT_EQ("4cc0b1caf07f2307d6724a40735c45af", Hex(CommandFingerprint(command.bson())));
+}
+
 }  // namespace
 }  // namespace commands
 }  // namespace gatedb

@@ -140,45 +140,51 @@ class BsonSink {
 // whose fields were reordered, its fields and a closing 0x00 (no element
 // type is 0x00).  Two commands hash alike exactly when their canonical forms
 // are equal.
+//
+// The bytes are gathered in a buffer and hashed in one call: XXH3's
+// streaming state costs an allocation and each small update a call, and a
+// request's canonical form is mostly a few hundred bytes.  A larger one is
+// fed to the streaming state a buffer at a time; both give the hash of the
+// whole sequence.
 class HashSink {
  public:
-  HashSink() : state_(XXH3_createState()) { XXH3_128bits_reset(state_); }
-  ~HashSink() { XXH3_freeState(state_); }
+  HashSink() { buffer_.reserve(512); }  // most requests: one allocation
+  ~HashSink() {
+    if (state_ != nullptr) XXH3_freeState(state_);
+  }
   HashSink(const HashSink&) = delete;
   HashSink& operator=(const HashSink&) = delete;
   void Exact(std::string_view key, const bson_iter_t* it) {
     Header(bson_iter_type(it), key);
-    XXH3_128bits_update(state_, it->raw + it->d1, it->next_off - it->d1);
+    Append(it->raw + it->d1, it->next_off - it->d1);
   }
   void Begin(std::string_view key, bool is_array) { Header(is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT, key); }
-  void End() {
-    const uint8_t zero = 0;
-    XXH3_128bits_update(state_, &zero, 1);
+  void End() { buffer_.push_back('\0'); }
+  XXH128_hash_t Digest() {
+    if (state_ == nullptr) return XXH3_128bits(buffer_.data(), buffer_.size());
+    Flush();
+    return XXH3_128bits_digest(state_);
   }
-  XXH128_hash_t Digest() { return XXH3_128bits_digest(state_); }
 
   // Request fields (format 2): the same self-delimiting elements, built
   // from typed values instead of a command's BSON.
   void Bool(std::string_view key, bool v) {
-    const uint8_t b = v ? 1 : 0;
     Header(BSON_TYPE_BOOL, key);
-    XXH3_128bits_update(state_, &b, 1);
+    buffer_.push_back(v ? '\1' : '\0');
   }
   void Int64(std::string_view key, int64_t v) {
     Header(BSON_TYPE_INT64, key);
-    std::string be;
-    PutFixed64BE(&be, static_cast<uint64_t>(v));
-    XXH3_128bits_update(state_, be.data(), be.size());
+    PutFixed64BE(&buffer_, static_cast<uint64_t>(v));
   }
   void Utf8(std::string_view key, std::string_view v) {
     Header(BSON_TYPE_UTF8, key);
     Int64("", static_cast<int64_t>(v.size()));
-    XXH3_128bits_update(state_, v.data(), v.size());
+    Append(v.data(), v.size());
   }
   // A document kept exactly: its bytes carry their own length.
   void RawDocument(std::string_view key, const bson_t* doc) {
     Header(BSON_TYPE_DOCUMENT, key);
-    if (doc != nullptr) XXH3_128bits_update(state_, bson_get_data(doc), doc->len);
+    if (doc != nullptr) Append(bson_get_data(doc), doc->len);
   }
   std::string Fingerprint() {
     XXH128_hash_t h = Digest();
@@ -189,13 +195,35 @@ class HashSink {
   }
 
  private:
+  static constexpr size_t kBufferBytes = 4096;
+
   void Header(bson_type_t type, std::string_view key) {
-    const uint8_t t = static_cast<uint8_t>(type);
-    XXH3_128bits_update(state_, &t, 1);
-    XXH3_128bits_update(state_, key.data(), key.size());
+    buffer_.push_back(static_cast<char>(type));
+    Append(key.data(), key.size());
     End();
   }
-  XXH3_state_t* state_;  // opaque in the shared library's API: allocated by it
+  void Append(const void* data, size_t n) {
+    if (buffer_.size() + n > kBufferBytes) {
+      Flush();
+      if (n > kBufferBytes) {
+        XXH3_128bits_update(state_, data, n);
+        return;
+      }
+    }
+    buffer_.append(static_cast<const char*>(data), n);
+  }
+  // Hands the buffer to the streaming state (made on first use).
+  void Flush() {
+    if (state_ == nullptr) {
+      state_ = XXH3_createState();  // opaque in the shared library's API: allocated by it
+      XXH3_128bits_reset(state_);
+    }
+    XXH3_128bits_update(state_, buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+
+  std::string buffer_;
+  XXH3_state_t* state_ = nullptr;
 };
 
 template <typename Sink>

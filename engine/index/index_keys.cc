@@ -1,6 +1,7 @@
 #include "engine/index/index_keys.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include "engine/document/bson_compare.h"
@@ -70,6 +71,42 @@ bool PathExists(bson_iter_t* it, const std::vector<std::string>& parts, size_t i
   return false;
 }
 
+const bson_value_t kNullValue = [] {
+  bson_value_t v;
+  std::memset(&v, 0, sizeof v);
+  v.value_type = BSON_TYPE_NULL;
+  return v;
+}();
+
+// The values of a one-part path whose field is missing or holds no array,
+// found with one search: the field's value, or null when it is missing
+// (what the general walk below gives them).  False for any other path:
+// dotted, or through an array.
+bool TopLevelScalar(const bson_t* doc, const std::vector<std::string>& parts,
+                    std::vector<projection::BsonValue>* values) {
+  if (parts.size() != 1) return false;
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return false;
+  if (!bson_iter_find_w_len(&it, parts[0].data(), static_cast<int>(parts[0].size()))) {
+    values->push_back(kNullValue);
+  } else if (BSON_ITER_HOLDS_ARRAY(&it)) {
+    return false;
+  } else {
+    values->push_back(*bson_iter_value(&it));
+  }
+#ifndef NDEBUG
+  std::vector<projection::BsonValue> walked;
+  Collect collect(&walked);
+  std::vector<std::string_view> view(parts.begin(), parts.end());
+  projection::VisitPathValues(doc, view, projection::MissingPolicy::kNullAndUndefined, &collect);
+  if (walked.empty()) walked.push_back(kNullValue);
+  assert(FirstArrayDepth(doc, parts) == 0 && walked.size() == 1 &&
+         walked[0].value_type == values->back().value_type &&
+         CompareValues(walked[0], values->back()) == 0 && "TopLevelScalar differs from the walk");
+#endif
+  return true;
+}
+
 bool DocHasPath(const bson_t* doc, const std::vector<std::string>& parts) {
   bson_iter_t it;
   if (!bson_iter_init(&it, doc)) return false;
@@ -119,6 +156,7 @@ Status GenerateKeys(const IndexSpec& spec, const bson_t* doc, std::vector<IndexK
   size_t array_depth = 0;
   for (size_t i = 0; i < spec.fields.size(); ++i) {
     const IndexField& f = spec.fields[i];
+    if (TopLevelScalar(doc, f.parts, &values[i])) continue;
     size_t depth = FirstArrayDepth(doc, f.parts);
     if (depth != 0) {
       *multikey = true;
@@ -138,15 +176,7 @@ Status GenerateKeys(const IndexSpec& spec, const bson_t* doc, std::vector<IndexK
     std::vector<std::string_view> parts(f.parts.begin(), f.parts.end());
     Collect collect(&values[i]);
     projection::VisitPathValues(doc, parts, projection::MissingPolicy::kNullAndUndefined, &collect);
-    if (values[i].empty()) {  // VisitPathValues reports null for missing; keep one key regardless
-      static const bson_value_t kNull = [] {
-        bson_value_t v;
-        std::memset(&v, 0, sizeof v);
-        v.value_type = BSON_TYPE_NULL;
-        return v;
-      }();
-      values[i].push_back(kNull);
-    }
+    if (values[i].empty()) values[i].push_back(kNullValue);  // keep one key regardless
   }
   size_t total = 1;
   for (const auto& v : values) {

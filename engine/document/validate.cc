@@ -19,9 +19,21 @@ struct AlignedIter {
   bson_iter_t it;
 };
 
-
 bool IsContainer(bson_type_t type) {
   return type == BSON_TYPE_DOCUMENT || type == BSON_TYPE_ARRAY;
+}
+
+// The bytes of the document or array at `it`; null when it holds neither
+// (or libbson finds them corrupt).
+const uint8_t* ContainerData(const bson_iter_t* it, uint32_t* len) {
+  const uint8_t* data = nullptr;
+  *len = 0;
+  if (BSON_ITER_HOLDS_DOCUMENT(it)) {
+    bson_iter_document(it, len, &data);
+  } else if (BSON_ITER_HOLDS_ARRAY(it)) {
+    bson_iter_array(it, len, &data);
+  }
+  return data;
 }
 
 enum class WalkResult { kOk, kTooDeep, kBadUtf8, kMalformed };
@@ -121,12 +133,7 @@ WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
       // embedded document's own length header and its closing 0x00 (found
       // by fuzz_bson_insert: a nonzero terminator passed everything else).
       uint32_t child_len = 0;
-      const uint8_t* child_data = nullptr;
-      if (BSON_ITER_HOLDS_DOCUMENT(it)) {
-        bson_iter_document(it, &child_len, &child_data);
-      } else {
-        bson_iter_array(it, &child_len, &child_data);
-      }
+      const uint8_t* child_data = ContainerData(it, &child_len);
       bson_iter_t child;
       if (child_data == nullptr || !bson_iter_init_from_data(&child, child_data, child_len)) {
         return WalkResult::kMalformed;
@@ -202,12 +209,7 @@ Status CheckEmbedded(const uint8_t* data, size_t len, int depth) {
     bson_type_t type = bson_iter_type(&it);
     if (IsContainer(type)) {
       uint32_t child_len = 0;
-      const uint8_t* child = nullptr;
-      if (type == BSON_TYPE_DOCUMENT) {
-        bson_iter_document(&it, &child_len, &child);
-      } else {
-        bson_iter_array(&it, &child_len, &child);
-      }
+      const uint8_t* child = ContainerData(&it, &child_len);
       if (child == nullptr) {
         return Status(ErrorCode::kInvalidBSON, "invalid BSON: corrupt embedded document in _id");
       }
@@ -302,12 +304,7 @@ Status CheckWrittenField(bson_iter_t* it, const char* name, bool* seen_id, Statu
   if (!ElementUtf8Ok(it)) return WalkStatus(WalkResult::kBadUtf8, "");
   if (IsContainer(bson_iter_type(it))) {
     uint32_t len = 0;
-    const uint8_t* data = nullptr;
-    if (BSON_ITER_HOLDS_DOCUMENT(it)) {
-      bson_iter_document(it, &len, &data);
-    } else {
-      bson_iter_array(it, &len, &data);
-    }
+    const uint8_t* data = ContainerData(it, &len);
     if (data == nullptr) return WalkStatus(WalkResult::kMalformed, "");
     // The fields inside a top-level field are at depth 2.
     RETURN_IF_ERROR(WalkStatus(

@@ -216,8 +216,8 @@ TEST(RequestFingerprintTest, SameMeaningSameFingerprintAndOnlyThen) {
 
   DeleteRequest d1, d2;
   d1.ns = d2.ns = Namespace{"d", "c"};
-  d1.deletes.push_back(DeleteStatement{Json(R"({"a": 1})"), 1, std::nullopt});
-  d2.deletes.push_back(DeleteStatement{Json(R"({"a": 1})"), 1, int64_t{3}});
+  d1.deletes.push_back(DeleteStatement{Json(R"({"a": 1})"), 1, std::nullopt, std::nullopt});
+  d2.deletes.push_back(DeleteStatement{Json(R"({"a": 1})"), 1, int64_t{3}, std::nullopt});
   EXPECT_NE(RequestFingerprint(d1), RequestFingerprint(d2));
   EXPECT_NE(RequestFingerprint(d1), RequestFingerprint(i1));
 }

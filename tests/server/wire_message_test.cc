@@ -49,7 +49,7 @@ TEST(WireMessageTest, OpMsgBodyIsTheCommand) {
 TEST(WireMessageTest, DocumentSequencesBecomeArrays) {
   Document body = Json(R"({"insert": "c", "$db": "test"})");
   Document a = Json(R"({"_id": 1})"), b = Json(R"({"_id": 2, "x": "y"})");
-  auto r = Parse(OpMsg(1, body.bson(), 0, "documents", {a.bson(), b.bson()}));
+  auto r = Parse(OpMsg(1, body.bson(), 0, "documents", {a, b}));
   ASSERT_OK(r);
   EXPECT_EQ(test::ToJson(r->command.bson()),
             test::ToJson(Json(R"({"insert": "c", "$db": "test", "documents": [{"_id": 1}, {"_id": 2, "x": "y"}]})")
@@ -91,7 +91,7 @@ TEST(WireMessageTest, ChecksumIsVerified) {
 TEST(WireMessageTest, MalformedSectionsAreProtocolErrors) {
   Document body = Json(R"({"insert": "c"})");
   Document d = Json(R"({"_id": 1})");
-  std::string good = OpMsg(1, body.bson(), 0, "documents", {d.bson()});
+  std::string good = OpMsg(1, body.bson(), 0, "documents", {d});
   ASSERT_OK(Parse(good));
   // No body at all: flags only.
   {
@@ -137,13 +137,13 @@ TEST(WireMessageTest, MalformedSectionsAreProtocolErrors) {
   // An identifier that is not UTF-8 (found by fuzz_wire_message): it
   // would become a field name.
   {
-    std::string m = OpMsg(1, body.bson(), 0, std::string("documen\xbcs"), {d.bson()});
+    std::string m = OpMsg(1, body.bson(), 0, std::string("documen\xbcs"), {d});
     EXPECT_THAT(Parse(m), StatusIs(ErrorCode::kInvalidBSON));
   }
   // A sequence named like a body field, and two sequences of one name.
   {
     Document b2 = Json(R"({"insert": "c", "documents": []})");
-    EXPECT_THAT(Parse(OpMsg(1, b2.bson(), 0, "documents", {d.bson()})), StatusIs(ErrorCode::kProtocolError));
+    EXPECT_THAT(Parse(OpMsg(1, b2.bson(), 0, "documents", {d})), StatusIs(ErrorCode::kProtocolError));
     std::string m = good;
     m.append(good.substr(server::kHeaderSize + 4 + 1 + body.bson()->len));
     EXPECT_THAT(Parse(WithLength(m)), StatusIs(ErrorCode::kProtocolError));
@@ -264,7 +264,7 @@ TEST(WireMessageTest, RepliesHaveTheirLayout) {
 TEST(WireMessageTest, TruncationsAndCorruptionsNeverCrash) {
   Document body = Json(R"({"insert": "c", "$db": "test", "ordered": true, "n": {"a": [1, 2, {"b": "x"}]}})");
   Document d = Json(R"({"_id": 1, "s": "hello", "arr": [1, 2, 3]})");
-  std::string good = OpMsg(1, body.bson(), server::kChecksumPresent, "documents", {d.bson(), d.bson()});
+  std::string good = OpMsg(1, body.bson(), server::kChecksumPresent, "documents", {d, d});
   ASSERT_OK(Parse(good));
   for (size_t n = 0; n < good.size(); ++n) {
     std::string cut = good.substr(0, n);
@@ -273,7 +273,7 @@ TEST(WireMessageTest, TruncationsAndCorruptionsNeverCrash) {
   }
   // Without a checksum exactly one prefix is a whole message: the body
   // alone, before the sequence begins.
-  std::string plain = OpMsg(1, body.bson(), 0, "documents", {d.bson(), d.bson()});
+  std::string plain = OpMsg(1, body.bson(), 0, "documents", {d, d});
   int whole = 0;
   for (size_t n = 4; n < plain.size(); ++n) {
     if (Parse(WithLength(plain.substr(0, n))).ok()) {

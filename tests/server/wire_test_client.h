@@ -14,6 +14,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/server/wire_message.h"
 #include "gatedb/document.h"
@@ -96,7 +97,7 @@ class WireClient {
 
 // An OP_MSG carrying `body` (flags as given) and optional document sequence.
 inline std::string OpMsg(int32_t request_id, const bson_t* body, uint32_t flags = 0,
-                         const std::string& seq_id = "", const std::vector<const bson_t*>& seq = {}) {
+                         const std::string& seq_id = "", const std::vector<Document>& seq = {}) {
   std::string payload;
   server::AppendInt32(&payload, static_cast<int32_t>(flags));
   payload.push_back('\0');
@@ -105,7 +106,7 @@ inline std::string OpMsg(int32_t request_id, const bson_t* body, uint32_t flags 
     std::string sec;
     sec.append(seq_id);
     sec.push_back('\0');
-    for (const bson_t* d : seq) sec.append(reinterpret_cast<const char*>(bson_get_data(d)), d->len);
+    for (const Document& d : seq) sec.append(reinterpret_cast<const char*>(bson_get_data(d.bson())), d.bson()->len);
     payload.push_back('\1');
     server::AppendInt32(&payload, static_cast<int32_t>(sec.size() + 4));
     payload.append(sec);

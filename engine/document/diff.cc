@@ -1,10 +1,11 @@
 #include "engine/document/diff.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <string_view>
 #include <utility>
+
+#include "engine/document/element_at.h"
 
 namespace gatedb {
 
@@ -150,19 +151,11 @@ void DiffPathsOfFields(const bson_t* before, const bson_t* after, const std::vec
   std::sort(order.begin(), order.end());
   for (const auto& entry : order) {
     const size_t f = entry.second;
-    const uint32_t key_len = static_cast<uint32_t>(fields[f].size());
-    if (before_offsets[f] == 0 || after_offsets[f] == 0) {
+    bson_iter_t ib, ia;
+    if (!ElementAt(before, before_offsets[f], fields[f], &ib) || !ElementAt(after, after_offsets[f], fields[f], &ia)) {
       paths->push_back(fields[f]);  // added or removed
       continue;
     }
-    bson_iter_t ib, ia;
-    if (!bson_iter_init_from_data_at_offset(&ib, bson_get_data(before), before->len, before_offsets[f], key_len) ||
-        !bson_iter_init_from_data_at_offset(&ia, bson_get_data(after), after->len, after_offsets[f], key_len)) {
-      assert(false && "a field offset that is not an element of that name length");
-      paths->push_back(fields[f]);
-      continue;
-    }
-    assert(fields[f] == bson_iter_key(&ib) && fields[f] == bson_iter_key(&ia));
     if (!SameValueBytes(&ib, &ia)) DiffValues(&ib, &ia, fields[f], ignore, 0, paths);
   }
 }

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/document/element_at.h"
+
 namespace gatedb {
 
 namespace {
@@ -347,10 +349,7 @@ Status ValidateWrittenFields(const bson_t* doc, const std::vector<std::string>& 
   bool seen_id = false;
   for (const auto& entry : order) {
     bson_iter_t it;
-    if (!bson_iter_init_from_data_at_offset(&it, bson_get_data(doc), doc->len, entry.first,
-                                            static_cast<uint32_t>(fields[entry.second].size()))) {
-      return Status(ErrorCode::kInvalidBSON, "invalid BSON");
-    }
+    if (!ElementAt(doc, entry.first, fields[entry.second], &it)) return Status(ErrorCode::kInvalidBSON, "invalid BSON");
     RETURN_IF_ERROR(CheckWrittenField(&it, bson_iter_key(&it), &seen_id, &name_error));
   }
   return name_error;

@@ -1,7 +1,8 @@
 #include "engine/storage/doc_util.h"
 
-#include <cassert>
 #include <cstring>
+
+#include "engine/document/element_at.h"
 
 namespace gatedb {
 
@@ -29,14 +30,7 @@ void SetVersionField(const bson_t* in, const std::string& field, int64_t version
     // An int64 version: the copy's 8 bytes overwritten.  The copy into an
     // empty `out` keeps every offset, so the field is at `offset` there.
     bson_concat(out, in);
-    bson_iter_t it;
-    if (offset != 0 && bson_iter_init_from_data_at_offset(&it, bson_get_data(out), out->len, offset,
-                                                          static_cast<uint32_t>(field.size()))) {
-      assert(BSON_ITER_HOLDS_INT64(&it) && field == bson_iter_key(&it));
-      bson_iter_overwrite_int64(&it, version);
-    } else {
-      OverwriteVersionField(out, field, version);
-    }
+    if (!OverwriteVersionFieldAt(out, field, offset, version)) OverwriteVersionField(out, field, version);
     return;
   }
   bool replaced = false;
@@ -64,12 +58,7 @@ bool OverwriteVersionField(bson_t* doc, const std::string& field, int64_t versio
 
 bool OverwriteVersionFieldAt(bson_t* doc, const std::string& field, uint32_t offset, int64_t version) {
   bson_iter_t it;
-  if (offset == 0 || !bson_iter_init_from_data_at_offset(&it, bson_get_data(doc), doc->len, offset,
-                                                         static_cast<uint32_t>(field.size()))) {
-    return false;
-  }
-  assert(field == bson_iter_key(&it));
-  if (!BSON_ITER_HOLDS_INT64(&it)) return false;
+  if (!ElementAt(doc, offset, field, &it) || !BSON_ITER_HOLDS_INT64(&it)) return false;
   bson_iter_overwrite_int64(&it, version);
   return true;
 }

@@ -7,6 +7,7 @@
 
 #include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
+#include "engine/document/element_at.h"
 
 namespace gatedb {
 
@@ -103,14 +104,9 @@ bool FindChanged(const bson_t* after, const std::string& path, const KnownFields
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i].size() != first_len || path.compare(0, first_len, names[i]) != 0) continue;
       const uint32_t offset = (*known->offsets)[i];
-      if (offset == 0) return false;
+      if (offset == 0) return false;  // absent
       bson_iter_t top;
-      if (!bson_iter_init_from_data_at_offset(&top, bson_get_data(after), after->len, offset,
-                                              static_cast<uint32_t>(first_len))) {
-        assert(false && "a field offset that is not an element of that name length");
-        break;
-      }
-      assert(names[i] == bson_iter_key(&top));
+      if (!ElementAt(after, offset, names[i], &top)) break;  // search instead
       if (dot == std::string::npos) {
         *out = top;
         return true;

@@ -192,6 +192,13 @@ Status ApplyArithOp(const Op& op, ApplyState* st, Cursor* c) {
   return Status::OK();
 }
 
+bool ArithResult(const Op& op, const bson_value_t& current, bson_value_t* result) {
+  if (op.type == OpType::kBit || !IsNumberType(current.value_type)) return false;
+  bool overflow = false;
+  Status s = Compute(op.type == OpType::kInc ? Arith::kAdd : Arith::kMul, op.operand, current, result, &overflow);
+  return s.ok() && !overflow;
+}
+
 StatusOr<MNode*> NewArithValue(const Op& op, ApplyState* st) {
   switch (op.type) {
     case OpType::kInc: return st->NewValueNode(op.operand);

@@ -307,6 +307,7 @@ StatusOr<std::unique_ptr<UpdateDriver>> UpdateDriver::Parse(const bson_t* update
   bool operators = bson_iter_init(&it, driver->update_) && bson_iter_next(&it) && bson_iter_key(&it)[0] == '$';
   if (operators) {
     RETURN_IF_ERROR(driver->ParseOperators());
+    driver->PlanSplice();
   } else {
     driver->replacement_ = driver->update_;
     RETURN_IF_ERROR(driver->ParseReplacement());
@@ -625,8 +626,189 @@ bool NoteOffsets(const std::vector<internal::MChild>& children, const std::vecto
 
 }  // namespace
 
+namespace {
+
+// At most this many ops take the short path: its bookkeeping lives on the
+// stack.
+constexpr size_t kMaxSpliceOps = 8;
+
+// The little-endian bytes of a number value (int32, int64, double,
+// decimal128) into buf; their count.
+size_t EncodeNumber(const bson_value_t& v, uint8_t* buf) {
+  switch (v.value_type) {
+    case BSON_TYPE_INT32: {
+      const uint32_t x = BSON_UINT32_TO_LE(static_cast<uint32_t>(v.value.v_int32));
+      std::memcpy(buf, &x, 4);
+      return 4;
+    }
+    case BSON_TYPE_INT64: {
+      const uint64_t x = BSON_UINT64_TO_LE(static_cast<uint64_t>(v.value.v_int64));
+      std::memcpy(buf, &x, 8);
+      return 8;
+    }
+    case BSON_TYPE_DOUBLE: {
+      const double x = BSON_DOUBLE_TO_LE(v.value.v_double);
+      std::memcpy(buf, &x, 8);
+      return 8;
+    }
+    case BSON_TYPE_DECIMAL128: {
+      const uint64_t low = BSON_UINT64_TO_LE(v.value.v_decimal128.low);
+      const uint64_t high = BSON_UINT64_TO_LE(v.value.v_decimal128.high);
+      std::memcpy(buf, &low, 8);
+      std::memcpy(buf + 8, &high, 8);
+      return 16;
+    }
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+void UpdateDriver::PlanSplice() {
+  spliceable_ = false;
+  if (ops_.empty() || ops_.size() > kMaxSpliceOps || has_positional_ || touches_id_ ||
+      top_level_fields_.size() != ops_.size()) {
+    return;
+  }
+  std::vector<std::string> values(ops_.size());
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Op& op = *ops_[i];
+    if (op.parts.size() != 1 || op.parts[0] != top_level_fields_[i]) return;
+    if (op.type == OpType::kInc || op.type == OpType::kMul) continue;
+    if (op.type != OpType::kSet) return;
+    // ApplyTree refuses a value that would nest too deep (Overflow).
+    if (!internal::DepthWithin(op.operand, 2)) return;
+    // The value's bytes as ApplyTree writes them: {size, type, "" 0, value, 0}.
+    bson_t one = BSON_INITIALIZER;
+    const bool appended = AppendValueVerbatim(&one, "", 0, &op.operand);
+    if (appended) values[i].assign(reinterpret_cast<const char*>(bson_get_data(&one)) + 6, one.len - 7);
+    bson_destroy(&one);
+    if (!appended) return;
+  }
+  splice_values_ = std::move(values);
+  spliceable_ = true;
+}
+
+bool UpdateDriver::TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout) const {
+  const size_t n = ops_.size();
+  if (out->len != 5) return false;
+  auto length_bit = [](size_t len) { return uint64_t{1} << std::min<size_t>(len, 63); };
+  uint64_t lengths = length_bit(version_field_.size());
+  for (const std::string& name : top_level_fields_) lengths |= length_bit(name.size());
+
+  // One pass over the top level: where each op's element starts and ends,
+  // the arithmetic results, where the version field is.
+  uint32_t start[kMaxSpliceOps] = {}, end[kMaxSpliceOps] = {};
+  bson_value_t arith[kMaxSpliceOps];
+  uint32_t version_at = 0;
+  size_t open = n;  // the op whose element's end is the next element's start
+  bson_iter_t it;
+  if (!bson_iter_init(&it, doc)) return false;
+  while (bson_iter_next(&it)) {
+    const uint32_t at = bson_iter_offset(&it);
+    if (open != n) {
+      end[open] = at;
+      open = n;
+    }
+    const uint32_t key_len = bson_iter_key_len(&it);
+    if ((lengths & length_bit(key_len)) == 0) continue;
+    const std::string_view key(bson_iter_key(&it), key_len);
+    for (size_t i = 0; i < n; ++i) {
+      if (top_level_fields_[i] != key) continue;
+      if (start[i] != 0) return false;  // there twice: ApplyTree decides
+      start[i] = at;
+      open = i;
+      const Op& op = *ops_[i];
+      if (op.type != OpType::kSet && !internal::ArithResult(op, *bson_iter_value(&it), &arith[i])) return false;
+      break;
+    }
+    if (key == version_field_) {
+      if (version_at != 0) return false;
+      version_at = at;
+    }
+  }
+  if (open != n) end[open] = doc->len - 1;
+
+  // The ops in document order, and the new length.
+  size_t order[kMaxSpliceOps];
+  uint8_t numbers[kMaxSpliceOps][16];
+  size_t number_len[kMaxSpliceOps] = {};
+  int64_t total = doc->len;
+  for (size_t i = 0; i < n; ++i) {
+    if (start[i] == 0) return false;  // missing: ApplyTree adds it in its place
+    if (ops_[i]->type != OpType::kSet) number_len[i] = EncodeNumber(arith[i], numbers[i]);
+    const size_t value_len = ops_[i]->type == OpType::kSet ? splice_values_[i].size() : number_len[i];
+    total += static_cast<int64_t>(2 + top_level_fields_[i].size() + value_len) - (end[i] - start[i]);
+    size_t k = i;
+    for (; k > 0 && start[order[k - 1]] > start[i]; --k) order[k] = order[k - 1];
+    order[k] = i;
+  }
+  if (total > INT32_MAX) return false;
+  uint8_t* dst = bson_reserve_buffer(out, static_cast<uint32_t>(total));
+  if (dst == nullptr) return false;
+
+  const uint8_t* src = bson_get_data(doc);
+  const uint32_t len = static_cast<uint32_t>(total);
+  const uint32_t len_le = BSON_UINT32_TO_LE(len);
+  std::memcpy(dst, &len_le, 4);
+  if (layout != nullptr) {
+    layout->before.assign(start, start + n);
+    layout->after.assign(n, 0);
+  }
+  int64_t version_shift = 0;  // how far the ops before the version field move it
+  size_t pos = 4, from = 4;
+  for (size_t j = 0; j < n; ++j) {
+    const size_t i = order[j];
+    std::memcpy(dst + pos, src + from, start[i] - from);
+    pos += start[i] - from;
+    const size_t element_at = pos;
+    if (layout != nullptr) layout->after[i] = static_cast<uint32_t>(pos);
+    const Op& op = *ops_[i];
+    dst[pos] = static_cast<uint8_t>(op.type == OpType::kSet ? op.operand.value_type : arith[i].value_type);
+    const size_t name_len = top_level_fields_[i].size() + 1;  // with its NUL
+    std::memcpy(dst + pos + 1, src + start[i] + 1, name_len);
+    pos += 1 + name_len;
+    if (op.type == OpType::kSet) {
+      std::memcpy(dst + pos, splice_values_[i].data(), splice_values_[i].size());
+      pos += splice_values_[i].size();
+    } else {
+      std::memcpy(dst + pos, numbers[i], number_len[i]);
+      pos += number_len[i];
+    }
+    if (start[i] < version_at) version_shift += static_cast<int64_t>(pos - element_at) - (end[i] - start[i]);
+    from = end[i];
+  }
+  std::memcpy(dst + pos, src + from, doc->len - from);
+  if (layout != nullptr) {
+    layout->version_after = version_at == 0 ? 0 : static_cast<uint32_t>(version_at + version_shift);
+    layout->known = true;
+  }
+  return true;
+}
+
 Status UpdateDriver::ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out,
                                     FieldLayout* layout) const {
+  if (spliceable_ && ctx.allow_in_place && !ctx.is_upsert_insert && TrySplice(doc, out, layout)) {
+#ifndef NDEBUG
+    // The short path writes what the general one does, and notes the same.
+    bson_t slow = BSON_INITIALIZER;
+    FieldLayout slow_layout;
+    Status again = ApplyTree(doc, ctx, &slow, &slow_layout);
+    assert(again.ok() && slow.len == out->len &&
+           std::memcmp(bson_get_data(&slow), bson_get_data(out), out->len) == 0 && "TrySplice differs");
+    assert((layout == nullptr ||
+            (slow_layout.known && slow_layout.before == layout->before && slow_layout.after == layout->after &&
+             slow_layout.version_after == layout->version_after)) &&
+           "TrySplice's layout differs");
+    bson_destroy(&slow);
+#endif
+    return Status::OK();
+  }
+  return ApplyTree(doc, ctx, out, layout);
+}
+
+Status UpdateDriver::ApplyTree(const bson_t* doc, const ApplyContext& ctx, bson_t* out,
+                               FieldLayout* layout) const {
   if (ops_.empty() && !ctx.is_upsert_insert) {
     // {$set: {}} or only the absorbed version $inc: the document as it is.
     if (!bson_concat(out, doc)) return Status(ErrorCode::kInternalError, "could not copy the document");

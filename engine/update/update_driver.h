@@ -65,6 +65,9 @@ struct ApplyContext {
   // The time $currentDate (and a replacement's zero Timestamp) records, in
   // milliseconds since the Unix epoch.  Default: 0.
   int64_t now_millis = 0;
+  // False: always the general path, never the in-place one (tests compare
+  // the two).  Default: true.
+  bool allow_in_place = true;
 };
 
 // Where the top-level fields an operator update names, and the version
@@ -183,6 +186,15 @@ class UpdateDriver {
   Status ParseReplacement();
   Status ApplyReplacement(const bson_t* doc, const ApplyContext& ctx, bson_t* out) const;
   Status ApplyOperators(const bson_t* doc, const ApplyContext& ctx, bson_t* out, FieldLayout* layout) const;
+  // The general path: the document as a mutable tree, the ops walked over it.
+  Status ApplyTree(const bson_t* doc, const ApplyContext& ctx, bson_t* out, FieldLayout* layout) const;
+  // The short path, for a spliceable_ update: each op's element of `doc`
+  // replaced by its new bytes, in one copy.  False, with `out` untouched,
+  // where ApplyTree must decide (a field missing or there twice, a value
+  // $inc cannot add to, the version field there twice).
+  bool TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout) const;
+  // Sets spliceable_ and splice_values_ once the ops are parsed.
+  void PlanSplice();
 
   // Constant after construction.
   bson_t* update_ = nullptr;        // owned copy; operands point into it
@@ -196,6 +208,12 @@ class UpdateDriver {
   std::vector<std::string> top_level_fields_;
   std::vector<std::unique_ptr<internal::Op>> ops_;
   std::unique_ptr<internal::UpdateNode> tree_;  // ops_ as a prefix tree
+  // True when every op is a $set, $inc or $mul of a distinct one-component
+  // path other than _id, and no $set value nests too deep to store: such an
+  // update changes elements in place and never reorders or adds when the
+  // fields exist.
+  bool spliceable_ = false;
+  std::vector<std::string> splice_values_;  // per op: a $set's value bytes, as stored
 };
 
 }  // namespace update

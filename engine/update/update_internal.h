@@ -302,6 +302,10 @@ Status InitArrayOp(Op* op);
 
 Status ApplyFieldOp(const Op& op, ApplyState* st, Cursor* c);
 Status ApplyArithOp(const Op& op, ApplyState* st, Cursor* c);
+// $inc or $mul of `current`, as ApplyArithOp computes it; false where
+// ApplyArithOp fails (a current value that is not a number, an int64
+// overflow) or for $bit.
+bool ArithResult(const Op& op, const bson_value_t& current, bson_value_t* result);
 Status ApplyArrayOp(const Op& op, ApplyState* st, Cursor* c);
 
 StatusOr<MNode*> NewFieldValue(const Op& op, ApplyState* st);

@@ -2,11 +2,13 @@
 // update and a target.  Parse the update with update::UpdateDriver, Apply it
 // (as a plain update, then as an upsert-insert with a positional index); a
 // successful Apply must produce valid BSON (bson_validate and the stricter
-// ValidateIncoming), and a failed one an empty `out`.
+// ValidateIncoming), and a failed one an empty `out`.  The in-place path
+// must agree with the general one byte for byte.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -110,6 +112,28 @@ void CheckWrittenFieldsOnly(const gatedb::update::UpdateDriver& driver, const bs
   bson_destroy(&out);
 }
 
+// The in-place path (an update of existing top-level fields) must write
+// and note exactly what the general path does, or leave the update to it.
+void CheckInPlace(const gatedb::update::UpdateDriver& driver, const bson_t* u, const bson_t* d) {
+  gatedb::update::ApplyContext general;
+  general.allow_in_place = false;
+  gatedb::update::FieldLayout fast_layout, slow_layout;
+  bson_t fast = BSON_INITIALIZER, slow = BSON_INITIALIZER;
+  gatedb::Status fs = driver.Apply(d, gatedb::update::ApplyContext(), &fast, &fast_layout);
+  gatedb::Status ss = driver.Apply(d, general, &slow, &slow_layout);
+  if (fs.code() != ss.code()) Fail("the in-place and general paths disagree on the status", u, d, &fast);
+  if (fast.len != slow.len || std::memcmp(bson_get_data(&fast), bson_get_data(&slow), fast.len) != 0) {
+    Fail("the in-place and general paths write different bytes", u, d, &fast);
+  }
+  if (fast_layout.known != slow_layout.known ||
+      (fast_layout.known && (fast_layout.before != slow_layout.before || fast_layout.after != slow_layout.after ||
+                             fast_layout.version_after != slow_layout.version_after))) {
+    Fail("the in-place and general paths note different layouts", u, d, &fast);
+  }
+  bson_destroy(&fast);
+  bson_destroy(&slow);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -122,6 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   gatedb::update::ApplyContext plain;
   ApplyOnce(**driver, &docs.a, &docs.b, plain);
   CheckWrittenFieldsOnly(**driver, &docs.a, &docs.b);
+  CheckInPlace(**driver, &docs.a, &docs.b);
 
   gatedb::update::ApplyContext upsert;
   upsert.is_upsert_insert = true;

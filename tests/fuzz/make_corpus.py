@@ -82,6 +82,8 @@ BSON_DOCS = {
 UPDATES = {
     "set.bson": ({"$set": {"a.b": 1, "c": "x"}}, {"_id": 1, "a": {"b": 0}}),
     "inc_version.bson": ({"$inc": {"version": 1, "n": 2}}, {"_id": 1, "version": 3, "n": 1}),
+    "in_place.bson": ({"$set": {"s": "a longer value", "b": [1]}, "$inc": {"n": 2**40}, "$mul": {"t": 2}},
+                      {"_id": 1, "s": "x", "n": 1, "version": 3, "b": {"k": 1}, "t": 2.5}),
     "push_each.bson": ({"$push": {"arr": {"$each": [3, 1, 2], "$sort": 1, "$slice": -2, "$position": 0}}},
                        {"_id": 1, "arr": [5]}),
     "positional.bson": ({"$set": {"arr.$": 9, "arr2.$[]": 0}}, {"_id": 1, "arr": [1, 2], "arr2": [1, 2, 3]}),

@@ -102,6 +102,12 @@ TEST_P(UpdateCaseTest, Applies) {
   Document want = c.want == "=" ? doc : test::Json(c.want);
   EXPECT_TRUE(BinaryEqual(want.view(), result.view()))
       << "want " << Canonical(want.bson()) << "\n got " << Canonical(result.bson());
+  // The general path (never in place) writes the same.
+  ApplyContext general = ctx;
+  general.allow_in_place = false;
+  Document general_result;
+  ASSERT_OK(RunUpdate(doc.bson(), update.bson(), general, &general_result, c.version_field));
+  EXPECT_TRUE(BinaryEqual(result.view(), general_result.view())) << "general " << Canonical(general_result.bson());
 
   // The write path diffs and validates only top_level_fields() of an
   // operator update: that must give what the whole-document versions give.
@@ -188,6 +194,39 @@ constexpr ErrorCode kTypeMismatch = ErrorCode::kTypeMismatch;
 constexpr ErrorCode kConflict = ErrorCode::kConflictingUpdateOperators;
 constexpr ErrorCode kImmutable = ErrorCode::kImmutableField;
 constexpr ErrorCode kNotViable = ErrorCode::kPathNotViable;
+
+// Updates of existing top-level fields only ($set, $inc, $mul): the driver
+// writes them by replacing each element in place.  Exact bytes and the
+// layout are checked as for every case; debug builds also check each
+// against the general path.
+UPDATE_CASES(
+    InPlace,
+    Ok("SeveralOutOfOrderAroundTheVersion",
+       R"({"_id": 1, "a": "x", "b": 1, "version": {"$numberLong": "3"}, "c": 2.5, "d": true})",
+       R"({"$set": {"c": "a longer string", "a": "yy"}, "$inc": {"b": {"$numberLong": "5"}}})",
+       R"({"_id": 1, "a": "yy", "b": {"$numberLong": "6"}, "version": {"$numberLong": "3"},)"
+       R"( "c": "a longer string", "d": true})"),
+    Ok("ShrinksBeforeTheVersion", R"({"_id": 1, "s": "a long string value", "version": 7, "t": 1})",
+       R"({"$set": {"s": 1}})", R"({"_id": 1, "s": 1, "version": 7, "t": 1})"),
+    Ok("LastField", R"({"_id": 1, "a": 1, "z": 1})", R"({"$set": {"z": {"$numberLong": "9"}}})",
+       R"({"_id": 1, "a": 1, "z": {"$numberLong": "9"}})"),
+    Ok("DocumentAndArrayValues", R"({"_id": 1, "a": 1, "b": [1], "c": 1})",
+       R"({"$set": {"a": {"x": [1, {"y": 2}]}, "b": []}})", R"({"_id": 1, "a": {"x": [1, {"y": 2}]}, "b": [], "c": 1})"),
+    Ok("SameValuesUnchanged", R"({"_id": 1, "a": "v", "b": 2, "c": 3})", R"({"$set": {"a": "v"}, "$inc": {"b": 0}})",
+       "="),
+    Ok("IncWidensMulNarrowsNothing", R"({"_id": 1, "i": 2147483647, "m": 3, "d": 1.5})",
+       R"({"$inc": {"i": 1}, "$mul": {"m": 2, "d": {"$numberLong": "2"}}})",
+       R"({"_id": 1, "i": {"$numberLong": "2147483648"}, "m": 6, "d": 3.0})"),
+    Ok("DecimalIncrement", R"({"_id": 1, "n": {"$numberDecimal": "1.5"}})", R"({"$inc": {"n": 1}})",
+       R"({"_id": 1, "n": {"$numberDecimal": "2.5"}})"),
+    Ok("OneExistingOneMissing", R"({"_id": 1, "b": 1})", R"({"$set": {"b": 2, "a": 1}})",
+       R"({"_id": 1, "b": 2, "a": 1})"),
+    VersionField("meta.v", Ok("DottedVersionField", R"({"_id": 1, "meta": {"v": 1}, "a": 1})",
+                              R"({"$set": {"a": 2}})", R"({"_id": 1, "meta": {"v": 1}, "a": 2})")),
+    Err("IncOfAString", R"({"_id": 1, "a": "s"})", R"({"$inc": {"a": 1}})", kTypeMismatch),
+    Err("IncOverflows", R"({"_id": 1, "a": {"$numberLong": "9223372036854775807"}})", R"({"$inc": {"a": 1}})",
+        ErrorCode::kBadValue),
+    Err("SetOfTheId", R"({"_id": 1, "a": 1})", R"({"$set": {"_id": 2}})", kImmutable));
 
 UPDATE_CASES(
     Set,
@@ -945,12 +984,12 @@ void AppendNested(bson_t* parent, const char* key, int docs) {
   bson_append_document_end(parent, &child);
 }
 
-Status SetNested(const char* path, int docs, Document* result) {
+Status SetNested(const char* path, int docs, Document* result, const char* doc_json = R"({"_id": 1})") {
   bson_t update = BSON_INITIALIZER, set;
   bson_append_document_begin(&update, "$set", -1, &set);
   AppendNested(&set, path, docs);
   bson_append_document_end(&update, &set);
-  Document doc = test::Json(R"({"_id": 1})");
+  Document doc = test::Json(doc_json);
   Status s = RunUpdate(doc.bson(), &update, ApplyContext(), result);
   bson_destroy(&update);
   return s;
@@ -966,6 +1005,9 @@ TEST(UpdateDriverTest, NestingLimit) {
   ASSERT_OK(SetNested("x", 99, &result));
   EXPECT_THAT(SetNested("x.y", 99, &result), test::StatusIs(ErrorCode::kOverflow));
   EXPECT_THAT(SetNested("x", 100, &result), test::StatusIs(ErrorCode::kOverflow));
+  // Also where x exists (the update changes it in place).
+  ASSERT_OK(SetNested("x", 99, &result, R"({"_id": 1, "x": 1, "y": 2})"));
+  EXPECT_THAT(SetNested("x", 100, &result, R"({"_id": 1, "x": 1, "y": 2})"), test::StatusIs(ErrorCode::kOverflow));
   // A replacement that deep fails at parse time.
   bson_t replacement = BSON_INITIALIZER;
   AppendNested(&replacement, "x", 100);

@@ -286,15 +286,24 @@ Status Journal::AddToTransaction(rocksdb::Transaction* txn, uint64_t seq, const 
 }
 
 void Journal::PrepareWriterEvent(const bson_t* event, std::string_view doc_key, std::string* value) {
-#ifndef NDEBUG
-  const EventShape shape = ScanEvent(event);
-  assert(shape.StoredAsIs() && !shape.at_not_date);
-#endif
   EncodeAsIs(event, doc_key, value);
+}
+
+void Journal::BeginWriterValue(std::string_view doc_key, std::string* value) {
+  value->clear();
+  EncodeEventValueHeader(doc_key, value);
 }
 
 Status Journal::AddPreparedToTransaction(rocksdb::Transaction* txn, uint64_t seq, std::string_view doc_key,
                                          std::string* value) {
+#ifndef NDEBUG
+  std::string_view key, bson;
+  assert(DecodeEventValue(*value, &key, &bson) && key == doc_key);
+  bson_t event;
+  assert(bson_init_static(&event, reinterpret_cast<const uint8_t*>(bson.data()), bson.size()));
+  const EventShape shape = ScanEvent(&event);
+  assert(shape.StoredAsIs() && !shape.at_not_date);
+#endif
   RETURN_IF_ERROR(CheckSeq(seq));
   WriteSeq(seq, doc_key, value);
   return FromRocks(txn->PutUntracked(journal_cf_, EncodeSeqKey(seq), *value));

@@ -147,8 +147,14 @@ class Journal {
   // engine's event builders (engine/storage/write_events.h) make every
   // event; a debug build checks it.  doc_key as for AddToTransaction.
   // REQUIRES (AddPreparedToTransaction): seq as for AddToTransaction;
-  // `value` came from PrepareWriterEvent with this doc_key.
+  // `value` came from PrepareWriterEvent (or BeginWriterValue) with this
+  // doc_key; a debug build checks its event's shape again.
   static void PrepareWriterEvent(const bson_t* event, std::string_view doc_key, std::string* value);
+  // PrepareWriterEvent without the event as a bson_t: *value is reset to
+  // the value's header and doc_key, and the caller appends the event's BSON
+  // (engine/storage/write_events.h: EncodeWriteEvent), as PrepareWriterEvent
+  // requires it to be.
+  static void BeginWriterValue(std::string_view doc_key, std::string* value);
   Status AddPreparedToTransaction(rocksdb::Transaction* txn, uint64_t seq, std::string_view doc_key,
                                   std::string* value);
   // The same for a plain WriteBatch (conflict events, written outside a

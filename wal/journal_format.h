@@ -89,11 +89,16 @@ inline bool DecodeSeqKey(std::string_view key, uint64_t* seq) {
 
 // Appends the value for an event to `*out`.  REQUIRES: doc_key.size() fits
 // in uint32; `bson` is a complete BSON document of `bson_len` bytes.
-inline void EncodeEventValue(std::string_view doc_key, const uint8_t* bson, size_t bson_len,
-                             std::string* out) {
+// Appends what precedes the BSON in an event's value.
+inline void EncodeEventValueHeader(std::string_view doc_key, std::string* out) {
   out->push_back(static_cast<char>(kEventFormatV1));
   PutFixed32BE(out, static_cast<uint32_t>(doc_key.size()));
   out->append(doc_key.data(), doc_key.size());
+}
+
+inline void EncodeEventValue(std::string_view doc_key, const uint8_t* bson, size_t bson_len,
+                             std::string* out) {
+  EncodeEventValueHeader(doc_key, out);
   out->append(reinterpret_cast<const char*>(bson), bson_len);
 }
 

@@ -131,11 +131,15 @@ struct RefusalDetail {
   std::string last_source;
 };
 
-// A journal event built during a write, numbered at commit.
+// A journal event built during a write, numbered at commit.  Either a
+// document (`event`), whose journal value CommitWithEvents encodes before
+// its lock, or, for a write's own event, the value itself (`prepared`:
+// wal::Journal::BeginWriterValue, then EncodeWriteEvent).
 struct PendingEvent {
   Document event;
   std::string doc_key;
-  std::string value;  // the journal value, encoded by CommitWithEvents before its lock
+  std::string value;  // the journal value
+  bool prepared = false;
 };
 
 struct DBImpl::WriteOutcome {

@@ -22,6 +22,7 @@
 #include "engine/storage/write_events.h"
 #include "engine/update/update_driver.h"
 #include "wal/journal.h"
+#include "wal/journal_format.h"
 
 namespace gatedb {
 
@@ -41,6 +42,18 @@ Status DuplicateKeyError(const Namespace& ns, const bson_value_t& id) {
                 "E11000 duplicate key error collection: " + ns.full() + " index: _id_ dup key: { _id: " +
                     v.ToJson() + " }",
                 std::make_shared<const Document>(Document::Adopt(ei)));
+}
+
+// A write's own journal event, encoded into its value here (EncodeWriteEvent's
+// arguments follow the document key).
+template <typename... EventArgs>
+PendingEvent WriterEvent(std::string doc_key, EventArgs&&... args) {
+  PendingEvent ev;
+  ev.doc_key = std::move(doc_key);
+  wal::Journal::BeginWriterValue(ev.doc_key, &ev.value);
+  EncodeWriteEvent(&ev.value, std::forward<EventArgs>(args)...);
+  ev.prepared = true;
+  return ev;
 }
 
 }  // namespace
@@ -276,7 +289,9 @@ Status DBImpl::CommitWithEvents(Txn& txn, std::vector<PendingEvent>* events) {
     txn->SetWriteOptions(relaxed);
   }
   // Encoded outside commit_mu_: under it, each event only gets its seq.
-  for (PendingEvent& e : *events) wal::Journal::PrepareWriterEvent(e.event.bson(), e.doc_key, &e.value);
+  for (PendingEvent& e : *events) {
+    if (!e.prepared) wal::Journal::PrepareWriterEvent(e.event.bson(), e.doc_key, &e.value);
+  }
   {
     // A durable commit is counted while it waits for and holds commit_mu_
     // (a durable request already is, from its start), so that a
@@ -444,6 +459,17 @@ Status DBImpl::CommitScope(WriteScope* scope, const std::string* idem_key, const
   if (!scope->txn_id.empty()) {
     // Every event of a transaction names it.
     for (PendingEvent& e : scope->events) {
+      if (e.prepared) {
+        // Back to a document, which takes the name; encoded again at commit.
+        std::string_view doc_key, bson;
+        bson_t view;
+        if (!wal::DecodeEventValue(e.value, &doc_key, &bson) ||
+            !bson_init_static(&view, reinterpret_cast<const uint8_t*>(bson.data()), bson.size())) {
+          return Status(ErrorCode::kInternalError, "a prepared journal event does not decode");
+        }
+        e.event = Document::Copy(&view);
+        e.prepared = false;
+      }
       bson_t* with = bson_copy(e.event.bson());
       BSON_APPEND_UTF8(with, "txn", scope->txn_id.c_str());
       e.event = Document::Adopt(with);
@@ -683,11 +709,8 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
         }
         continue;
       }
-      PendingEvent ev;
-      ev.event = BuildWriteEvent("insert", info.ns.full(), id, std::nullopt, 0, w.context, paths, WriteGate(), now,
-                                 nullptr, doc.bson());
-      ev.doc_key = std::move(key);
-      events.push_back(std::move(ev));
+      events.push_back(WriterEvent(std::move(key), "insert", info.ns.full(), id, std::nullopt, 0, w.context, paths,
+                                   WriteGate(), now, nullptr, doc.bson()));
       pending.emplace_back(i, Value(id));
     }
     Status cs = FinishWrite(w, txn, &events);
@@ -818,14 +841,11 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));
   bson_value_t id;
   GetId(applied->next.bson(), &id);
-  PendingEvent ev;
   KnownFields known{&driver.top_level_fields(), &layout.after};
-  ev.event = BuildWriteEvent(driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id, rec.version,
-                             version, w.context, applied->paths, gate, now,
-                             merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson(),
-                             layout.known ? &known : nullptr);
-  ev.doc_key = key;
-  events->push_back(std::move(ev));
+  events->push_back(WriterEvent(key, driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id,
+                                rec.version, version, w.context, applied->paths, gate, now,
+                                merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson(),
+                                layout.known ? &known : nullptr));
   return Status::OK();
 }
 
@@ -939,10 +959,9 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     std::string record;
     EncodeRecord(0, writer.bson(), doc.bson(), &record);
     RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
-    std::vector<PendingEvent> events(1);
-    events[0].event = BuildWriteEvent("insert", coll.info.ns.full(), id, std::nullopt, 0, w.context, paths,
-                                      WriteGate(), now, nullptr, doc.bson());
-    events[0].doc_key = key;
+    std::vector<PendingEvent> events;
+    events.push_back(WriterEvent(key, "insert", coll.info.ns.full(), id, std::nullopt, 0, w.context, paths,
+                                 WriteGate(), now, nullptr, doc.bson()));
     return FinishWrite(w, txn, &events);
   }));
   if (out->raced) return Status::OK();
@@ -977,10 +996,9 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
     RETURN_IF_ERROR(FromRocks(txn->DeleteUntracked(docs_cf_, key)));  // locked by GetForUpdate
     bson_value_t id;
     GetId(&rec.doc, &id);
-    std::vector<PendingEvent> events(1);
-    events[0].event = BuildWriteEvent("delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context, {},
-                                      gate, NowMs());
-    events[0].doc_key = key;
+    std::vector<PendingEvent> events;
+    events.push_back(WriterEvent(key, "delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context,
+                                 std::vector<std::string>(), gate, NowMs()));
     RETURN_IF_ERROR(FinishWrite(w, txn, &events));
     out->matched = true;
     out->modified = true;

@@ -7,6 +7,7 @@
 
 #include "engine/decimal/decimal128.h"
 #include "engine/document/bson_compare.h"
+#include "engine/document/bson_writer.h"
 #include "engine/document/element_at.h"
 
 namespace gatedb {
@@ -17,15 +18,53 @@ int64_t NowMillis() {
       .count();
 }
 
+namespace {
+
+// The writeContext document's fields (PROTOCOL.md).
+void WriteContextFields(BsonWriter* w, const WriteContext& ctx) {
+  if (!ctx.agent_id.empty()) w->Utf8("agentId", ctx.agent_id);
+  if (!ctx.task_id.empty()) w->Utf8("taskId", ctx.task_id);
+  if (ctx.write_seq) w->Int64("writeSeq", *ctx.write_seq);
+  if (!ctx.source.empty()) w->Utf8("source", ctx.source);
+  if (ctx.read_at_ms) w->DateTime("readAt", *ctx.read_at_ms);
+}
+
+// An array's elements: the strings, keyed "0", "1", ...
+void StringElements(BsonWriter* w, const std::vector<std::string>& values) {
+  char buf[16];
+  for (size_t i = 0; i < values.size(); ++i) w->Utf8(BsonWriter::ArrayKey(static_cast<uint32_t>(i), buf), values[i]);
+}
+
+void StringArray(BsonWriter* w, std::string_view key, const std::vector<std::string>& values) {
+  w->OpenArray(key);
+  StringElements(w, values);
+  w->Close();
+}
+
+// Appends the document or array `write` writes (into a BsonWriter) to `out`
+// under `key`.
+template <typename Write>
+void AppendWritten(bson_t* out, const char* key, bool array, const Write& write) {
+  std::string bytes;
+  {
+    BsonWriter w(&bytes);
+    write(&w);
+    w.Finish();
+  }
+  bson_t sub;
+  if (bson_init_static(&sub, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
+    if (array) {
+      bson_append_array(out, key, -1, &sub);
+    } else {
+      bson_append_document(out, key, -1, &sub);
+    }
+  }
+}
+
+}  // namespace
+
 void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx) {
-  bson_t c;
-  bson_append_document_begin(out, key, -1, &c);
-  if (!ctx.agent_id.empty()) BSON_APPEND_UTF8(&c, "agentId", ctx.agent_id.c_str());
-  if (!ctx.task_id.empty()) BSON_APPEND_UTF8(&c, "taskId", ctx.task_id.c_str());
-  if (ctx.write_seq) BSON_APPEND_INT64(&c, "writeSeq", *ctx.write_seq);
-  if (!ctx.source.empty()) BSON_APPEND_UTF8(&c, "source", ctx.source.c_str());
-  if (ctx.read_at_ms) BSON_APPEND_DATE_TIME(&c, "readAt", *ctx.read_at_ms);
-  bson_append_document_end(out, &c);
+  AppendWritten(out, key, false, [&](BsonWriter* w) { WriteContextFields(w, ctx); });
 }
 
 void AppendWriterBlock(const WriteContext& ctx, int64_t now_ms, bson_t* b) {
@@ -43,24 +82,16 @@ Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms) {
 
 namespace {
 
-void AppendOptionalVersion(bson_t* b, const char* key, std::optional<int64_t> v) {
+void OptionalVersion(BsonWriter* w, std::string_view key, std::optional<int64_t> v) {
   if (v) {
-    bson_append_int64(b, key, -1, *v);
+    w->Int64(key, *v);
   } else {
-    bson_append_null(b, key, -1);
+    w->Null(key);
   }
 }
 
 void AppendStringArray(bson_t* b, const char* key, const std::vector<std::string>& values) {
-  bson_t arr;
-  bson_append_array_begin(b, key, -1, &arr);
-  char buf[16];
-  for (size_t i = 0; i < values.size(); ++i) {
-    const char* k;
-    bson_uint32_to_string(static_cast<uint32_t>(i), &k, buf, sizeof buf);
-    bson_append_utf8(&arr, k, -1, values[i].c_str(), static_cast<int>(values[i].size()));
-  }
-  bson_append_array_end(b, &arr);
+  AppendWritten(b, key, true, [&](BsonWriter* w) { StringElements(w, values); });
 }
 
 bool NumberAsInt64(const bson_value_t& v, int64_t* out) {
@@ -96,9 +127,12 @@ bool VersionEqualityOperand(bson_iter_t* it, int64_t* expected) {
 // Finds the dotted `path` in `after` as bson_iter_find_descendant does from
 // its start; its first component is read where `known` says, when it names
 // it.
-bool FindChanged(const bson_t* after, const std::string& path, const KnownFields* known, bson_iter_t* out) {
+// *top: whether it is a top-level element of `after` (the path has no dot).
+bool FindChanged(const bson_t* after, const std::string& path, const KnownFields* known, bson_iter_t* out,
+                 bool* top) {
   const size_t dot = path.find('.');
   const size_t first_len = dot == std::string::npos ? path.size() : dot;
+  *top = dot == std::string::npos;
   if (known != nullptr) {
     const std::vector<std::string>& names = *known->names;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -120,32 +154,43 @@ bool FindChanged(const bson_t* after, const std::string& path, const KnownFields
   return bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), out);
 }
 
-void AppendChange(const char* op, const bson_t* after, const std::vector<std::string>& changed_paths,
-                  const KnownFields* known, bson_t* b) {
+// The bytes of the element `it` is on (a top-level one of `doc`): its type
+// byte, key and value.
+void CopyElement(const bson_t* doc, const bson_iter_t& it, BsonWriter* w) {
+  bson_iter_t next = it;
+  const uint32_t start = bson_iter_offset(const_cast<bson_iter_t*>(&it));
+  const uint32_t end = bson_iter_next(&next) ? bson_iter_offset(&next) : doc->len - 1;
+  w->Element(bson_get_data(doc) + start, end - start);
+}
+
+void WriteChange(const char* op, const bson_t* after, const std::vector<std::string>& changed_paths,
+                 const KnownFields* known, BsonWriter* w) {
   if (std::strcmp(op, "update") != 0) {
-    BSON_APPEND_DOCUMENT(b, "fullDocument", after);
+    w->Document("fullDocument", bson_get_data(after), after->len);
     return;
   }
-  bson_t updated;
-  BSON_APPEND_DOCUMENT_BEGIN(b, "updatedFields", &updated);
+  w->OpenDocument("updatedFields");
   std::vector<std::string> gone;
   for (const std::string& path : changed_paths) {
     bson_iter_t f;
-    const bool found = FindChanged(after, path, known, &f);
+    bool top = false;
+    const bool found = FindChanged(after, path, known, &f, &top);
 #ifndef NDEBUG
     bson_iter_t it, searched;
     const bool was_found = bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), &searched);
     assert(found == was_found && (!found || bson_iter_value(&f)->value_type == bson_iter_value(&searched)->value_type));
     assert(!found || bson_iter_offset(&f) == bson_iter_offset(&searched));
 #endif
-    if (found) {
-      bson_append_value(&updated, path.data(), static_cast<int>(path.size()), bson_iter_value(&f));
-    } else {
+    if (!found) {
       gone.push_back(path);
+    } else if (top) {
+      CopyElement(after, f, w);  // its key is the path
+    } else {
+      w->Value(path, *bson_iter_value(&f));
     }
   }
-  bson_append_document_end(b, &updated);
-  AppendStringArray(b, "removedFields", gone);
+  w->Close();
+  StringArray(w, "removedFields", gone);
 }
 
 // Both refusals (VersionConflict, StaleBasis) are cured by reading again.
@@ -153,33 +198,50 @@ const char* SuggestedAction(ErrorCode) { return "reread_and_retry"; }
 
 }  // namespace
 
+void EncodeWriteEvent(std::string* out, const char* op, std::string_view ns, const bson_value_t& id,
+                      std::optional<int64_t> version_before, std::optional<int64_t> version_after,
+                      const WriteContext& ctx, const std::vector<std::string>& changed_paths,
+                      const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after,
+                      const KnownFields* known) {
+  // Sized once: the fields below take about 300 bytes; the paths, and an
+  // insert's or a replacement's full document, come on top.
+  const bool full = after != nullptr && std::strcmp(op, "update") != 0;
+  size_t paths = 0;
+  for (const std::string& p : changed_paths) paths += p.size() + 8;
+  out->reserve(out->size() + 384 + ns.size() + paths * (after != nullptr ? 2 : 1) + (full ? after->len : 0));
+  BsonWriter w(out);
+  w.Int64("seq", 0);  // the journal writes the seq in place at commit
+  w.Utf8("op", op);
+  w.Utf8("ns", ns);
+  w.Value("_id", id);
+  OptionalVersion(&w, "versionBefore", version_before);
+  OptionalVersion(&w, "versionAfter", version_after);
+  w.OpenDocument("writeContext");
+  WriteContextFields(&w, ctx);
+  w.Close();
+  StringArray(&w, "changedPaths", changed_paths);
+  w.DateTime("at", now_ms);
+  w.Bool("gated", gate.gated());
+  if (gate.basis_version) w.Int64("basisVersion", *gate.basis_version);
+  if (merged_by != nullptr) {
+    w.Bool("merged", true);
+    w.Utf8("policy", merged_by);
+  }
+  if (after != nullptr) WriteChange(op, after, changed_paths, known, &w);
+  w.Finish();
+}
+
 Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value_t& id,
                          std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
                          const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after,
                          const KnownFields* known) {
-  // Sized once: the fields below take about 300 bytes, an insert's or a
-  // replacement's full document comes on top (libbson would grow the
-  // buffer by doubling, copying it each time).
-  const bool full = after != nullptr && std::strcmp(op, "update") != 0;
-  bson_t* b = bson_sized_new(512 + (full ? after->len : 0));
-  BSON_APPEND_INT64(b, "seq", 0);  // the journal writes the seq in place at commit
-  BSON_APPEND_UTF8(b, "op", op);
-  BSON_APPEND_UTF8(b, "ns", ns.c_str());
-  BSON_APPEND_VALUE(b, "_id", &id);
-  AppendOptionalVersion(b, "versionBefore", version_before);
-  AppendOptionalVersion(b, "versionAfter", version_after);
-  AppendWriteContext(b, "writeContext", ctx);
-  AppendStringArray(b, "changedPaths", changed_paths);
-  BSON_APPEND_DATE_TIME(b, "at", now_ms);
-  BSON_APPEND_BOOL(b, "gated", gate.gated());
-  if (gate.basis_version) BSON_APPEND_INT64(b, "basisVersion", *gate.basis_version);
-  if (merged_by != nullptr) {
-    BSON_APPEND_BOOL(b, "merged", true);
-    BSON_APPEND_UTF8(b, "policy", merged_by);
-  }
-  if (after != nullptr) AppendChange(op, after, changed_paths, known, b);
-  return Document::Adopt(b);
+  std::string bytes;
+  EncodeWriteEvent(&bytes, op, ns, id, version_before, version_after, ctx, changed_paths, gate, now_ms, merged_by,
+                   after, known);
+  bson_t view;
+  bson_init_static(&view, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return Document::Copy(&view);
 }
 
 Document BuildDdlEvent(const char* op, const std::string& ns, int64_t now_ms, const std::string* to) {

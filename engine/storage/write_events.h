@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/storage/db_impl_internal.h"
@@ -57,6 +58,13 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
                          const WriteContext& ctx, const std::vector<std::string>& changed_paths,
                          const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,
                          const bson_t* after = nullptr, const KnownFields* known = nullptr);
+// The same event's BSON bytes, appended to *out (the write path writes them
+// straight after its journal value's header: wal::Journal::BeginWriterValue).
+void EncodeWriteEvent(std::string* out, const char* op, std::string_view ns, const bson_value_t& id,
+                      std::optional<int64_t> version_before, std::optional<int64_t> version_after,
+                      const WriteContext& ctx, const std::vector<std::string>& changed_paths,
+                      const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,
+                      const bson_t* after = nullptr, const KnownFields* known = nullptr);
 
 // A catalog change's event: {seq: 0, op, ns, at}: "drop" (ns: "db.coll"),
 // "dropDatabase" (ns: the database's name), "rename" (with `to`).

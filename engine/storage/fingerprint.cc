@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/document/element_at.h"
 #include "engine/util/coding.h"
 
 namespace gatedb {
@@ -46,16 +47,28 @@ Shape ShapeInStatement(std::string_view key) {
   return Shape::kExact;
 }
 
+// A field of a document: its key, and where its element starts.  (Not the
+// iterator itself: bson_iter_t is 128-byte aligned, and a vector of them
+// takes aligned allocations, several times dearer than plain ones.)
 struct Field {
   std::string_view key;
-  bson_iter_t it;
+  uint32_t offset;
+
+  bson_iter_t Iter(const bson_t* doc) const {
+    bson_iter_t it;
+    ElementAt(doc, offset, key, &it);
+    return it;
+  }
 };
 
 std::vector<Field> Fields(const bson_t* doc) {
   std::vector<Field> out;
+  out.reserve(8);  // most requests' documents: one allocation
   bson_iter_t it;
   if (bson_iter_init(&it, doc)) {
-    while (bson_iter_next(&it)) out.push_back(Field{bson_iter_key(&it), it});
+    while (bson_iter_next(&it)) {
+      out.push_back(Field{std::string_view(bson_iter_key(&it), bson_iter_key_len(&it)), bson_iter_offset(&it)});
+    }
   }
   return out;
 }
@@ -227,7 +240,7 @@ class HashSink {
 };
 
 template <typename Sink>
-void EmitShaped(Sink* out, const Field& f, Shape shape);
+void EmitShaped(Sink* out, const bson_t* doc, const Field& f, Shape shape);
 
 template <typename Sink>
 void EmitDocShaped(Sink* out, std::string_view key, const bson_t* doc, Shape shape, bool is_array) {
@@ -240,30 +253,32 @@ void EmitDocShaped(Sink* out, std::string_view key, const bson_t* doc, Shape sha
     if (shape == Shape::kStatements) inner = Shape::kStatement;
     if (shape == Shape::kStatement) inner = ShapeInStatement(f.key);
     if (operators) inner = Shape::kTopSorted;
-    EmitShaped(out, f, inner);
+    EmitShaped(out, doc, f, inner);
   }
   out->End();
 }
 
 template <typename Sink>
-void EmitShaped(Sink* out, const Field& f, Shape shape) {
+void EmitShaped(Sink* out, const bson_t* doc, const Field& f, Shape shape) {
+  const bson_iter_t it = f.Iter(doc);
   bson_t sub;
-  if (shape != Shape::kExact && SubDocument(&f.it, &sub)) {
-    EmitDocShaped(out, f.key, &sub, shape, BSON_ITER_HOLDS_ARRAY(&f.it));
+  if (shape != Shape::kExact && SubDocument(&it, &sub)) {
+    EmitDocShaped(out, f.key, &sub, shape, BSON_ITER_HOLDS_ARRAY(&it));
     return;
   }
-  out->Exact(f.key, &f.it);
+  out->Exact(f.key, &it);
 }
 
 template <typename Sink>
 void EmitCommand(Sink* out, const bson_t* cmd) {
   std::vector<Field> fields = Fields(cmd);
   if (fields.empty()) return;
-  out->Exact(fields[0].key, &fields[0].it);
+  const bson_iter_t first = fields[0].Iter(cmd);
+  out->Exact(fields[0].key, &first);
   std::vector<Field> rest(fields.begin() + 1, fields.end());
   rest.erase(std::remove_if(rest.begin(), rest.end(), [](const Field& f) { return LeftOut(f.key); }), rest.end());
   SortFields(&rest);
-  for (const Field& f : rest) EmitShaped(out, f, ShapeOfTopLevel(f.key));
+  for (const Field& f : rest) EmitShaped(out, cmd, f, ShapeOfTopLevel(f.key));
 }
 
 }  // namespace

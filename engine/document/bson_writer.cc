@@ -64,6 +64,20 @@ void BsonWriter::Utf8(std::string_view key, std::string_view v) {
   out_->push_back('\0');
 }
 
+void BsonWriter::Binary(std::string_view key, bson_subtype_t subtype, const uint8_t* data, uint32_t len) {
+  Head(BSON_TYPE_BINARY, key);
+  if (subtype == BSON_SUBTYPE_BINARY_DEPRECATED) {
+    // The old binary subtype holds its length twice.
+    Fixed32(len + 4);
+    out_->push_back(static_cast<char>(subtype));
+    Fixed32(len);
+  } else {
+    Fixed32(len);
+    out_->push_back(static_cast<char>(subtype));
+  }
+  out_->append(reinterpret_cast<const char*>(data), len);
+}
+
 void BsonWriter::Document(std::string_view key, const uint8_t* data, uint32_t len) {
   Head(BSON_TYPE_DOCUMENT, key);
   out_->append(reinterpret_cast<const char*>(data), len);

@@ -43,6 +43,7 @@ class BsonWriter {
   void DateTime(std::string_view key, int64_t ms);
   void Null(std::string_view key);
   void Utf8(std::string_view key, std::string_view v);
+  void Binary(std::string_view key, bson_subtype_t subtype, const uint8_t* data, uint32_t len);
   // Any value, as AppendValueVerbatim (engine/document/validate.h) writes
   // it.
   void Value(std::string_view key, const bson_value_t& v);

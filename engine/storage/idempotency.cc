@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/document/bson_writer.h"
 #include "engine/util/rocks_status.h"
 #include "engine/util/coding.h"
 
@@ -31,18 +32,18 @@ Status IdempotencyLog::ValidateTaskId(const std::string& task_id) {
 }
 
 std::string IdempotencyLog::EncodeRecord(const IdempotencyRecord& record) {
-  bson_t b = BSON_INITIALIZER;
-  bson_append_binary(&b, "fp", 2, BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(record.fingerprint.data()),
-                     static_cast<uint32_t>(record.fingerprint.size()));
-  BSON_APPEND_DATE_TIME(&b, "at", record.at_ms);
-  BSON_APPEND_UTF8(&b, "ns", record.ns.c_str());
-  BSON_APPEND_DOCUMENT(&b, "reply", record.reply.bson());
-  if (record.fingerprint_format != 1) BSON_APPEND_INT32(&b, "fpv", record.fingerprint_format);
-  if (record.agent) {
-    bson_append_utf8(&b, "agent", 5, record.agent->data(), static_cast<int>(record.agent->size()));
-  }
-  std::string out(reinterpret_cast<const char*>(bson_get_data(&b)), b.len);
-  bson_destroy(&b);
+  std::string out;
+  out.reserve(64 + record.fingerprint.size() + record.ns.size() + record.reply.bson()->len +
+              (record.agent ? record.agent->size() : 0));
+  BsonWriter b(&out);
+  b.Binary("fp", BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(record.fingerprint.data()),
+           static_cast<uint32_t>(record.fingerprint.size()));
+  b.DateTime("at", record.at_ms);
+  b.Utf8("ns", record.ns);
+  b.Document("reply", bson_get_data(record.reply.bson()), record.reply.bson()->len);
+  if (record.fingerprint_format != 1) b.Int32("fpv", record.fingerprint_format);
+  if (record.agent) b.Utf8("agent", *record.agent);
+  b.Finish();
   return out;
 }
 

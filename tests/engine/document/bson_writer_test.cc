@@ -28,6 +28,10 @@ TEST(BsonWriterTest, WritesWhatLibbsonWrites) {
   BSON_APPEND_BOOL(&want, "f", false);
   BSON_APPEND_DATE_TIME(&want, "at", 1700000000123);
   BSON_APPEND_NULL(&want, "n");
+  const uint8_t bin[] = {0, 1, 2, 255};
+  bson_append_binary(&want, "bin", -1, BSON_SUBTYPE_BINARY, bin, sizeof bin);
+  bson_append_binary(&want, "old", -1, BSON_SUBTYPE_BINARY_DEPRECATED, bin, sizeof bin);
+  bson_append_binary(&want, "uuid", -1, BSON_SUBTYPE_UUID, bin, 0);
   BSON_APPEND_UTF8(&want, "s", "héllo");
   bson_append_utf8(&want, "nul", -1, with_nul.data(), static_cast<int>(with_nul.size()));
   BSON_APPEND_UTF8(&want, "", "empty key");
@@ -53,6 +57,9 @@ TEST(BsonWriterTest, WritesWhatLibbsonWrites) {
   w.Bool("f", false);
   w.DateTime("at", 1700000000123);
   w.Null("n");
+  w.Binary("bin", BSON_SUBTYPE_BINARY, bin, sizeof bin);
+  w.Binary("old", BSON_SUBTYPE_BINARY_DEPRECATED, bin, sizeof bin);
+  w.Binary("uuid", BSON_SUBTYPE_UUID, bin, 0);
   w.Utf8("s", "héllo");
   w.Utf8("nul", with_nul);
   w.Utf8("", "empty key");

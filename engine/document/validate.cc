@@ -64,11 +64,12 @@ bool ValidUtf8(const char* s, size_t len, bool allow_null) {
 }
 
 // UTF-8 of the element's field name and of its string-like value (strings
-// may hold 0x00, as BSON allows).
-bool ElementUtf8Ok(const bson_iter_t* it) {
-  if (!ValidUtf8(bson_iter_key(it), bson_iter_key_len(it), false)) return false;
+// may hold 0x00, as BSON allows; a name ends at its first 0x00, so it holds
+// none).  `type`: the element's.
+bool ElementUtf8Ok(const bson_iter_t* it, bson_type_t type) {
+  if (!ValidUtf8(bson_iter_key(it), bson_iter_key_len(it), true)) return false;
   uint32_t len = 0;
-  switch (bson_iter_type(it)) {
+  switch (type) {
     case BSON_TYPE_UTF8: {
       const char* s = bson_iter_utf8(it, &len);
       return ValidUtf8(s, len, true);
@@ -115,22 +116,29 @@ bool ElementUtf8Ok(const bson_iter_t* it) {
 // and a second walk of every string; validate_test holds this walk to
 // refusing everything bson_validate refuses.
 WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
-  std::vector<AlignedIter> stack;
-  stack.reserve(8);  // one allocation for most documents' depth
-  stack.emplace_back();
-  if (!bson_iter_init_from_data(&stack.back().it, data, len)) return WalkResult::kMalformed;
-  while (!stack.empty()) {
-    bson_iter_t* it = &stack.back().it;
+  // The iterators of the documents being walked, innermost last: the first
+  // kShallow levels on the stack (no allocation for most documents), deeper
+  // ones in `deep`.
+  constexpr int kShallow = 8;
+  AlignedIter shallow[kShallow];
+  std::vector<AlignedIter> deep;
+  int depth = 1;
+  auto at = [&](int level) { return level <= kShallow ? &shallow[level - 1].it : &deep[level - kShallow - 1].it; };
+  if (!bson_iter_init_from_data(&shallow[0].it, data, len)) return WalkResult::kMalformed;
+  while (depth > 0) {
+    bson_iter_t* it = at(depth);
     if (!bson_iter_next(it)) {
       // bson_iter_next sets err_off when it stopped on a corrupt element
       // rather than at the document's end.
       if (it->err_off != 0) return WalkResult::kMalformed;
-      stack.pop_back();
+      if (depth > kShallow) deep.pop_back();
+      --depth;
       continue;
     }
-    if (static_cast<int>(stack.size()) > max_depth) return WalkResult::kTooDeep;
-    if (!ElementUtf8Ok(it)) return WalkResult::kBadUtf8;
-    if (IsContainer(bson_iter_type(it))) {
+    if (depth > max_depth) return WalkResult::kTooDeep;
+    const bson_type_t type = bson_iter_type(it);
+    if (!ElementUtf8Ok(it, type)) return WalkResult::kBadUtf8;
+    if (IsContainer(type)) {
       // bson_iter_init_from_data, unlike bson_iter_recurse, also checks the
       // embedded document's own length header and its closing 0x00 (found
       // by fuzz_bson_insert: a nonzero terminator passed everything else).
@@ -140,14 +148,19 @@ WalkResult WalkFields(const uint8_t* data, size_t len, int max_depth) {
       if (child_data == nullptr || !bson_iter_init_from_data(&child, child_data, child_len)) {
         return WalkResult::kMalformed;
       }
-      stack.push_back(AlignedIter{child});  // invalidates `it`
-    } else if (bson_iter_type(it) == BSON_TYPE_CODEWSCOPE) {
+      if (depth < kShallow) {
+        shallow[depth].it = child;
+      } else {
+        deep.push_back(AlignedIter{child});
+      }
+      ++depth;
+    } else if (type == BSON_TYPE_CODEWSCOPE) {
       // The scope is a document too: same checks, one level down.
       uint32_t code_len = 0, scope_len = 0;
       const uint8_t* scope = nullptr;
       bson_iter_codewscope(it, &code_len, &scope_len, &scope);
       if (scope == nullptr) return WalkResult::kMalformed;
-      WalkResult r = WalkFields(scope, scope_len, max_depth - static_cast<int>(stack.size()));
+      WalkResult r = WalkFields(scope, scope_len, max_depth - depth);
       if (r != WalkResult::kOk) return r;
     }
   }
@@ -303,8 +316,9 @@ namespace {
 // ValidateWrittenFields' checks of one listed field at `it`; a name error
 // goes to `name_error` (the first one only) and is answered after the walk.
 Status CheckWrittenField(bson_iter_t* it, const char* name, bool* seen_id, Status* name_error) {
-  if (!ElementUtf8Ok(it)) return WalkStatus(WalkResult::kBadUtf8, "");
-  if (IsContainer(bson_iter_type(it))) {
+  const bson_type_t type = bson_iter_type(it);
+  if (!ElementUtf8Ok(it, type)) return WalkStatus(WalkResult::kBadUtf8, "");
+  if (IsContainer(type)) {
     uint32_t len = 0;
     const uint8_t* data = ContainerData(it, &len);
     if (data == nullptr) return WalkStatus(WalkResult::kMalformed, "");

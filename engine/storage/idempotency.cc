@@ -33,9 +33,8 @@ Status IdempotencyLog::ValidateTaskId(const std::string& task_id) {
 
 std::string IdempotencyLog::EncodeRecord(const IdempotencyRecord& record) {
   std::string out;
-  out.reserve(64 + record.fingerprint.size() + record.ns.size() + record.reply.bson()->len +
-              (record.agent ? record.agent->size() : 0));
-  BsonWriter b(&out);
+  BsonWriter b(&out, 64 + record.fingerprint.size() + record.ns.size() + record.reply.bson()->len +
+                         (record.agent ? record.agent->size() : 0));
   b.Binary("fp", BSON_SUBTYPE_BINARY, reinterpret_cast<const uint8_t*>(record.fingerprint.data()),
            static_cast<uint32_t>(record.fingerprint.size()));
   b.DateTime("at", record.at_ms);

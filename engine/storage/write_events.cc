@@ -208,8 +208,7 @@ void EncodeWriteEvent(std::string* out, const char* op, std::string_view ns, con
   const bool full = after != nullptr && std::strcmp(op, "update") != 0;
   size_t paths = 0;
   for (const std::string& p : changed_paths) paths += p.size() + 8;
-  out->reserve(out->size() + 384 + ns.size() + paths * (after != nullptr ? 2 : 1) + (full ? after->len : 0));
-  BsonWriter w(out);
+  BsonWriter w(out, 384 + ns.size() + paths * (after != nullptr ? 2 : 1) + (full ? after->len : 0));
   w.Int64("seq", 0);  // the journal writes the seq in place at commit
   w.Utf8("op", op);
   w.Utf8("ns", ns);

@@ -118,6 +118,28 @@ TEST(BsonWriterTest, ValueOfEveryTypeMatchesAppendValueVerbatim) {
   EXPECT_EQ(21, seen);  // every type Extended JSON can spell
 }
 
+// A document far larger than the writer was told to expect: the string
+// grows (several times, mid-element too) and ends exactly after it.
+TEST(BsonWriterTest, GrowsPastTheExpectedLength) {
+  bson_t want = BSON_INITIALIZER, arr;
+  BSON_APPEND_ARRAY_BEGIN(&want, "list", &arr);
+  std::string out = "x";
+  BsonWriter w(&out, 1);
+  w.OpenArray("list");
+  char buf[16];
+  const std::string long_value(3000, 'v');
+  for (uint32_t i = 0; i < 500; ++i) {
+    const std::string value = i % 100 == 0 ? long_value : std::to_string(i);
+    BSON_APPEND_UTF8(&arr, BsonWriter::ArrayKey(i, buf).data(), value.c_str());
+    w.Utf8(BsonWriter::ArrayKey(i, buf), value);
+  }
+  bson_append_array_end(&want, &arr);
+  w.Close();
+  EXPECT_EQ(want.len, w.Finish());
+  EXPECT_EQ("x" + Bytes(&want), out);
+  bson_destroy(&want);
+}
+
 TEST(BsonWriterTest, ElementCopiesBytesAndArrayKeysCount) {
   Document doc = test::Json(R"({"a": {"b": [1, 2]}, "z": "last"})");
   std::string out;

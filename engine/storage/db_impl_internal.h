@@ -163,6 +163,45 @@ struct DBImpl::WriteOutcome {
 // again after the call.)
 inline void QuietRocksPerfCounters() { rocksdb::SetPerfLevel(rocksdb::PerfLevel::kDisable); }
 
+// A buffer for one point read's value that keeps its capacity on this
+// thread from one read to the next.  RocksDB copies a value found in the
+// memtable into the caller's string (a PinnableSlice's own string), and a
+// new one for every read of a ~1 KB document costs an allocation and a free.
+// A read while the thread's buffer is in use (a nested one) gets a buffer of
+// its own; a buffer that grew past kMaxKeptBytes is not kept.  T:
+// std::string or rocksdb::PinnableSlice (reset, unpinning any block, when
+// the read is done).
+template <typename T>
+class ReadBuffer {
+ public:
+  static constexpr size_t kMaxKeptBytes = 1u << 20;
+
+  ReadBuffer() : buf_(busy_ ? &own_ : &kept_) { busy_ = busy_ || buf_ == &kept_; }
+  ~ReadBuffer() {
+    Reset(buf_);
+    if (buf_ == &kept_) busy_ = false;
+  }
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+
+  T* get() { return buf_; }
+
+ private:
+  static void Reset(std::string* s) {
+    if (s->capacity() > kMaxKeptBytes) std::string().swap(*s);
+    s->clear();
+  }
+  static void Reset(rocksdb::PinnableSlice* p) {
+    p->Reset();
+    Reset(p->GetSelf());
+  }
+
+  static inline thread_local T kept_;
+  static inline thread_local bool busy_ = false;
+  T own_;
+  T* buf_;
+};
+
 // A pessimistic RocksDB transaction that rolls back unless committed.  Its
 // locking reads and its commit note whether they failed on a lock conflict
 // worth retrying at once (RocksDB's Busy, TryAgain or Deadlock: another

@@ -28,7 +28,8 @@ template <typename Fn>
 Status ForEachPointRead(rocksdb::TransactionDB* db, rocksdb::ColumnFamilyHandle* cf, const std::string& key,
                         Txn* txn, Fn&& fn) {
   QuietRocksPerfCounters();
-  rocksdb::PinnableSlice value;
+  ReadBuffer<rocksdb::PinnableSlice> buffer;
+  rocksdb::PinnableSlice& value = *buffer.get();
   rocksdb::ReadOptions point;
   if (txn) point.snapshot = (*txn)->GetSnapshot();  // null outside snapshot transactions
   rocksdb::Status s = txn ? (*txn)->Get(point, cf, key, &value) : db->Get(point, cf, key, &value);

@@ -856,7 +856,8 @@ Status DBImpl::UpdateDocument(const Collection& coll, const std::string& key, co
   return WithLockRetries(txn_pool_.get(), RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
     NoReadBack(txn, w);
-    std::string value;
+    ReadBuffer<std::string> buffer;
+    std::string& value = *buffer.get();
     bool found = false;
     RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &value, &found));
     if (!found) return Status::OK();  // deleted since it was found
@@ -975,7 +976,8 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
   return WithLockRetries(txn_pool_.get(), RocksWriteOptions(w), w.scope, [&](Txn& txn) -> Status {
     out->matched = false;
     NoReadBack(txn, w);
-    std::string value;
+    ReadBuffer<std::string> buffer;
+    std::string& value = *buffer.get();
     bool found = false;
     RETURN_IF_ERROR(txn.GetForUpdate(docs_cf_, key, &value, &found));
     if (!found) return Status::OK();

@@ -824,16 +824,16 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
     assert(valid.code() == ValidateWrittenFields(applied->next.bson(), driver.top_level_fields()).code());
     RETURN_IF_ERROR(valid);
   }
-  bson_t writer = BSON_INITIALIZER;
-  AppendWriterBlock(w.context, now, &writer);
-  bson_t table = BSON_INITIALIZER;
-  UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
-                      driver.is_replacement() ? applied->paths : PathsToRecord(applied->paths, driver.TargetPaths()),
-                      version, &table);
   std::string record;
-  EncodeRecord(version, &writer, applied->next.bson(), &record, &table);
-  bson_destroy(&table);
-  bson_destroy(&writer);
+  EncodeRecordWith(
+      version, [&](BsonWriter* out) { WriteWriterBlock(w.context, now, out); },
+      [&](BsonWriter* out) {
+        UpdateFieldVersions(rec.has_field_versions ? &rec.field_versions : nullptr,
+                            driver.is_replacement() ? applied->paths
+                                                    : PathsToRecord(applied->paths, driver.TargetPaths()),
+                            version, out);
+      },
+      applied->next.bson(), &record);
   RETURN_IF_ERROR(CheckValidation(opts, &rec.doc, applied->next.bson(), w));
   RETURN_IF_ERROR(UpdateIndexes(coll, txn, key, &rec.doc, applied->next.bson(), &applied->paths, w));
   // Untracked: GetForUpdate locked (and, in a snapshot transaction,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/document/bson_writer.h"
 #include "engine/document/diff.h"
 
 namespace gatedb {
@@ -23,7 +24,7 @@ bool Covers(const std::string& parent, const std::string& child) {
 }  // namespace
 
 void UpdateFieldVersions(const bson_t* old_table, const std::vector<std::string>& changed, int64_t version,
-                         bson_t* out) {
+                         BsonWriter* out) {
   std::vector<std::pair<std::string, int64_t>> entries;
   bson_iter_t it;
   if (old_table != nullptr && bson_iter_init(&it, old_table)) {
@@ -46,7 +47,7 @@ void UpdateFieldVersions(const bson_t* old_table, const std::vector<std::string>
     for (const auto& e : entries) newest = std::max(newest, e.second);
     entries.assign(1, {std::string(), newest});
   }
-  for (const auto& e : entries) bson_append_int64(out, e.first.c_str(), static_cast<int>(e.first.size()), e.second);
+  for (const auto& e : entries) out->Int64(e.first, e.second);
 }
 
 std::vector<std::string> ChangedSinceOverlapping(const bson_t* table, int64_t basis,

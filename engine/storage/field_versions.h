@@ -17,12 +17,14 @@
 
 namespace gatedb {
 
+class BsonWriter;
+
 constexpr size_t kMaxFieldVersionEntries = 256;
 
-// Writes to `out` (initialized, empty) the table after a write at `version`
-// that changed `changed`.  `old_table` may be null (no entries).
+// Writes into `out` (a document just begun) the table after a write at
+// `version` that changed `changed`.  `old_table` may be null (no entries).
 void UpdateFieldVersions(const bson_t* old_table, const std::vector<std::string>& changed, int64_t version,
-                         bson_t* out);
+                         BsonWriter* out);
 
 // The table's paths changed after `basis` that are, or are a parent or
 // child of, one of `written`.  `table` may be null.

@@ -24,6 +24,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/document/bson_writer.h"
+#include "engine/util/coding.h"
 #include "gatedb/status.h"
 
 namespace gatedb {
@@ -35,6 +37,42 @@ constexpr size_t kRecordHeaderSize = 13;
 // `writer` and `field_versions` may be null.
 void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std::string* out,
                   const bson_t* field_versions = nullptr);
+
+// EncodeRecord for a write that builds its last-writer block and field
+// versions as it encodes them: write_writer and write_table each fill a
+// document just begun (BsonWriter*) in place; a table left empty is stored
+// as none.
+template <typename WriteWriter, typename WriteTable>
+void EncodeRecordWith(int64_t version, const WriteWriter& write_writer, const WriteTable& write_table,
+                      const bson_t* doc, std::string* out) {
+  out->clear();
+  out->reserve(kRecordHeaderSize + 4 + 256 + doc->len);
+  out->push_back(static_cast<char>(kRecordFormatV2));
+  PutFixed64BE(out, static_cast<uint64_t>(version));
+  const size_t wlen_at = out->size();
+  PutFixed32BE(out, 0);
+  uint32_t wlen = 0;
+  {
+    BsonWriter w(out, 128);
+    write_writer(&w);
+    wlen = w.Finish();
+  }
+  const size_t flen_at = out->size();
+  PutFixed32BE(out, 0);
+  uint32_t flen = 0;
+  {
+    BsonWriter w(out, 128);
+    write_table(&w);
+    flen = w.Finish();
+  }
+  if (flen == 5) {  // {}: no table
+    out->resize(flen_at + 4);
+    flen = 0;
+  }
+  EncodeFixed32BE(&(*out)[wlen_at], wlen);
+  EncodeFixed32BE(&(*out)[flen_at], flen);
+  out->append(reinterpret_cast<const char*>(bson_get_data(doc)), doc->len);
+}
 
 // A decoded record that borrows the bytes it was decoded from.
 struct RecordView {

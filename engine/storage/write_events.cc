@@ -67,17 +67,21 @@ void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx) {
   AppendWritten(out, key, false, [&](BsonWriter* w) { WriteContextFields(w, ctx); });
 }
 
-void AppendWriterBlock(const WriteContext& ctx, int64_t now_ms, bson_t* b) {
-  if (!ctx.agent_id.empty()) BSON_APPEND_UTF8(b, "agentId", ctx.agent_id.c_str());
-  if (!ctx.task_id.empty()) BSON_APPEND_UTF8(b, "taskId", ctx.task_id.c_str());
-  if (!ctx.source.empty()) BSON_APPEND_UTF8(b, "source", ctx.source.c_str());
-  BSON_APPEND_DATE_TIME(b, "at", now_ms);
+void WriteWriterBlock(const WriteContext& ctx, int64_t now_ms, BsonWriter* out) {
+  if (!ctx.agent_id.empty()) out->Utf8("agentId", ctx.agent_id);
+  if (!ctx.task_id.empty()) out->Utf8("taskId", ctx.task_id);
+  if (!ctx.source.empty()) out->Utf8("source", ctx.source);
+  out->DateTime("at", now_ms);
 }
 
 Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms) {
-  bson_t* b = bson_new();
-  AppendWriterBlock(ctx, now_ms, b);
-  return Document::Adopt(b);
+  std::string bytes;
+  BsonWriter w(&bytes, 64 + ctx.agent_id.size() + ctx.task_id.size() + ctx.source.size());
+  WriteWriterBlock(ctx, now_ms, &w);
+  w.Finish();
+  bson_t view;
+  bson_init_static(&view, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return Document::Copy(&view);
 }
 
 namespace {

@@ -22,13 +22,14 @@
 
 namespace gatedb {
 
+class BsonWriter;
+
 int64_t NowMillis();
 
 // {agentId, taskId, source, at}: who last wrote a document.
 Document BuildWriterBlock(const WriteContext& ctx, int64_t now_ms);
-// The same, appended to `out` (an initialized, empty bson_t; a stack one
-// holds a short block without allocating).
-void AppendWriterBlock(const WriteContext& ctx, int64_t now_ms, bson_t* out);
+// The same block's fields, written into `out` (a document just begun).
+void WriteWriterBlock(const WriteContext& ctx, int64_t now_ms, BsonWriter* out);
 
 // Appends the write context as PROTOCOL.md's writeContext document.
 void AppendWriteContext(bson_t* out, const char* key, const WriteContext& ctx);

@@ -2,6 +2,8 @@
 // updates it, and which entries a stale write conflicts with.
 #include "engine/storage/field_versions.h"
 
+#include "engine/document/bson_writer.h"
+
 #include <map>
 #include <string>
 #include <utility>
@@ -49,9 +51,13 @@ std::map<std::string, int64_t> AsMap(const bson_t* table) {
 }
 
 Document Update(const bson_t* old_table, const std::vector<std::string>& changed, int64_t version) {
-  bson_t* out = bson_new();
-  UpdateFieldVersions(old_table, changed, version, out);
-  return Document::Adopt(out);
+  std::string bytes;
+  BsonWriter w(&bytes);
+  UpdateFieldVersions(old_table, changed, version, &w);
+  w.Finish();
+  auto doc = Document::FromBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  EXPECT_OK(doc.status());
+  return doc.ok() ? std::move(*doc) : Document();
 }
 
 using Map = std::map<std::string, int64_t>;

@@ -120,6 +120,34 @@ class RecordTest : public ::testing::Test {
 
 // ---- Round trips -----------------------------------------------------------
 
+// Elements of `doc` written into an open BsonWriter document, as a write
+// builds its blocks in place.
+void CopyFields(const bson_t* doc, BsonWriter* w) {
+  bson_iter_t it;
+  ASSERT_TRUE(bson_iter_init(&it, doc));
+  while (bson_iter_next(&it)) w->Value(bson_iter_key(&it), *bson_iter_value(&it));
+}
+
+TEST_F(RecordTest, EncodeRecordWithWritesWhatEncodeRecordDoes) {
+  std::string want, got;
+  EncodeRecord(5, writer_.bson(), doc_.bson(), &want, fv_.bson());
+  EncodeRecordWith(
+      5, [&](BsonWriter* w) { CopyFields(writer_.bson(), w); }, [&](BsonWriter* w) { CopyFields(fv_.bson(), w); },
+      doc_.bson(), &got);
+  EXPECT_EQ(want, got);
+
+  // An empty table is stored as none.
+  Document empty = Json("{}");
+  EncodeRecord(7, writer_.bson(), doc_.bson(), &want, empty.bson());
+  EncodeRecordWith(
+      7, [&](BsonWriter* w) { CopyFields(writer_.bson(), w); }, [](BsonWriter*) {}, doc_.bson(), &got);
+  EXPECT_EQ(want, got);
+  RecordView rec;
+  ASSERT_OK(DecodeRecord(got, &rec));
+  EXPECT_FALSE(rec.has_field_versions);
+  EXPECT_EQ(7, rec.version);
+}
+
 TEST_F(RecordTest, RoundTripsEveryPart) {
   std::string enc;
   EncodeRecord(5, writer_.bson(), doc_.bson(), &enc, fv_.bson());

@@ -1069,6 +1069,7 @@ Status DBImpl::UpdateStatementImpl(const Collection& coll, const UpdateStatement
   ASSIGN_OR_RETURN(std::unique_ptr<query::Matcher> matcher, ParseFilter(stmt.q.bson()));
   update::UpdateOptions uopts;
   uopts.version_field = opts->version_field;
+  uopts.borrow_update = true;  // stmt outlives the driver
   ASSIGN_OR_RETURN(std::unique_ptr<update::UpdateDriver> driver, update::UpdateDriver::Parse(stmt.u.bson(), uopts));
   if (stmt.multi && driver->is_replacement()) {
     return Status(ErrorCode::kFailedToParse, "multi update is not supported for replacement-style update");

@@ -292,13 +292,14 @@ UpdateDriver::UpdateDriver() = default;
 UpdateDriver::~UpdateDriver() {
   tree_.reset();
   ops_.clear();
-  if (update_ != nullptr) bson_destroy(update_);
+  if (update_ != nullptr && owns_update_) bson_destroy(update_);
 }
 
 StatusOr<std::unique_ptr<UpdateDriver>> UpdateDriver::Parse(const bson_t* update, const UpdateOptions& opts) {
   if (update == nullptr) return Status(ErrorCode::kFailedToParse, "the update document is missing");
   std::unique_ptr<UpdateDriver> driver(new UpdateDriver());
-  driver->update_ = bson_copy(update);
+  driver->owns_update_ = !opts.borrow_update;
+  driver->update_ = opts.borrow_update ? const_cast<bson_t*>(update) : bson_copy(update);
   if (driver->update_ == nullptr) return Status(ErrorCode::kInvalidBSON, "invalid BSON in the update document");
   driver->version_field_ = opts.version_field;
   if (!opts.version_field.empty()) driver->version_parts_ = SplitPath(opts.version_field);

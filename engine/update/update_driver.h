@@ -50,6 +50,10 @@ struct UpdateOptions {
   // The collection's version field (a field name, or a dotted path).
   // Default: "version".
   std::string version_field = "version";
+  // True: the caller keeps `update` alive, unchanged, for as long as the
+  // driver lives, which then reads it in place instead of copying it.
+  // Default: false.
+  bool borrow_update = false;
 };
 
 // What one application of an update needs to know about its target.
@@ -113,7 +117,8 @@ class UpdateDriver {
   //    more than 200 components;
   //  - InvalidIdField: a replacement whose _id is an array, regex or
   //    undefined.
-  // REQUIRES: `update` is valid BSON; it need not outlive the driver.
+  // REQUIRES: `update` is valid BSON; it need not outlive the driver unless
+  // opts.borrow_update.
   static StatusOr<std::unique_ptr<UpdateDriver>> Parse(const bson_t* update,
                                                        const UpdateOptions& opts);
 
@@ -197,7 +202,8 @@ class UpdateDriver {
   void PlanSplice();
 
   // Constant after construction.
-  bson_t* update_ = nullptr;        // owned copy; operands point into it
+  bson_t* update_ = nullptr;        // operands point into it
+  bool owns_update_ = false;        // a copy (else the caller's, borrowed)
   const bson_t* replacement_ = nullptr;  // == update_ for a replacement
   std::string version_field_;
   std::vector<std::string> version_parts_;

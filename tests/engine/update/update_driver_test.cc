@@ -145,6 +145,30 @@ TEST_P(UpdateCaseTest, Applies) {
             ValidateWrittenFields(out.bson(), fields, layout.after).code());
 }
 
+// A driver that borrows its update reads it in place and applies exactly
+// what a driver with its own copy does.
+TEST(UpdateDriverTest, ABorrowedUpdateAppliesAsACopiedOne) {
+  Document doc = test::Json(R"({"_id": 1, "a": 1, "b": [1, 2], "version": {"$numberLong": "4"}})");
+  for (const char* json : {R"({"$set": {"a": 2}, "$push": {"b": 3}, "$inc": {"version": 1}})", R"({"x": "whole"})"}) {
+    SCOPED_TRACE(json);
+    Document update = test::Json(json);
+    UpdateOptions copied, borrowed;
+    borrowed.borrow_update = true;
+    auto a = UpdateDriver::Parse(update.bson(), copied);
+    auto b = UpdateDriver::Parse(update.bson(), borrowed);
+    ASSERT_OK(a.status());
+    ASSERT_OK(b.status());
+    EXPECT_EQ((*a)->bumps_version(), (*b)->bumps_version());
+    EXPECT_EQ((*a)->top_level_fields(), (*b)->top_level_fields());
+    bson_t x = BSON_INITIALIZER, y = BSON_INITIALIZER;
+    ASSERT_OK((*a)->Apply(doc.bson(), ApplyContext(), &x));
+    ASSERT_OK((*b)->Apply(doc.bson(), ApplyContext(), &y));
+    EXPECT_TRUE(BinaryEqual(DocumentView(&x), DocumentView(&y)));
+    bson_destroy(&x);
+    bson_destroy(&y);
+  }
+}
+
 // Apply says it does not know the layout when a name it would note is
 // repeated, for a replacement, and after an error.
 TEST(FieldLayoutTest, UnknownWhenANameRepeatsOrForAReplacementOrAnError) {

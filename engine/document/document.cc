@@ -18,7 +18,8 @@ namespace gatedb {
 
 const uint8_t* DocumentView::data() const { return bson_ ? bson_get_data(bson_) : nullptr; }
 size_t DocumentView::size() const { return bson_ ? bson_->len : 0; }
-bool DocumentView::empty() const { return bson_ == nullptr || bson_count_keys(bson_) == 0; }
+// A document with no element is its 4-byte length and the terminator.
+bool DocumentView::empty() const { return bson_ == nullptr || bson_empty(bson_); }
 
 std::string DocumentView::ToJson(JsonMode mode) const {
   if (bson_ == nullptr) return "{}";

@@ -85,9 +85,12 @@ Status DBImpl::MatchingDocs(const Collection& coll, const bson_t* filter, const 
 
 StatusOr<std::optional<Document>> DBImpl::FindById(const Namespace& ns, const bson_value_t& id, WriteScope* scope,
                                                    Document* writer) {
-  RETURN_IF_ERROR(ValidateNamespace(ns));
+  // A collection that exists has a valid name: only a miss needs the check.
   std::shared_ptr<Collection> coll = FindCollection(ns);
-  if (!coll) return std::optional<Document>();
+  if (!coll) {
+    RETURN_IF_ERROR(ValidateNamespace(ns));
+    return std::optional<Document>();
+  }
   std::optional<Document> out;
   RETURN_IF_ERROR(ForEachPointRead(db_, docs_cf_, keys::EncodeDocKey(coll->info.id, id),
                                    scope != nullptr ? &scope->txn : nullptr,

@@ -8,7 +8,7 @@ void EncodeRecord(int64_t version, const bson_t* writer, const bson_t* doc, std:
                   const bson_t* field_versions) {
   out->clear();
   uint32_t wlen = writer ? writer->len : 0;
-  uint32_t flen = field_versions && bson_count_keys(field_versions) > 0 ? field_versions->len : 0;
+  uint32_t flen = field_versions && !bson_empty(field_versions) ? field_versions->len : 0;
   out->reserve(kRecordHeaderSize + wlen + 4 + flen + doc->len);
   out->push_back(static_cast<char>(kRecordFormatV2));
   PutFixed64BE(out, static_cast<uint64_t>(version));

@@ -38,6 +38,19 @@ class DatabaseTest : public ::testing::Test {
   std::unique_ptr<Database> db_;
 };
 
+// A point read by _id answers an invalid name with InvalidNamespace, as
+// every other read does, and a valid but missing collection with nothing.
+TEST_F(DatabaseTest, FindOneByIdChecksTheNamespace) {
+  for (const char* name : {"a$b", ".starts"}) {
+    SCOPED_TRACE(name);
+    EXPECT_THAT(db_->GetCollection(name).FindOne(Json(R"({"_id": 1})").view()),
+                test::StatusIs(ErrorCode::kInvalidNamespace));
+  }
+  auto missing = db_->GetCollection("never_created").FindOne(Json(R"({"_id": 1})").view());
+  ASSERT_OK(missing);
+  EXPECT_FALSE(missing->has_value());
+}
+
 TEST_F(DatabaseTest, InsertFindUpdateDelete) {
   Collection c = db_->GetCollection("orders");
   auto ins = c.InsertOne(Json(R"({"_id": "o1", "qty": 2})").view());

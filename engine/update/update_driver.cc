@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/document/bson_compare.h"
+#include "engine/document/raw_element.h"
 #include "engine/document/validate.h"
 #include "engine/update/update_internal.h"
 
@@ -702,33 +703,36 @@ bool UpdateDriver::TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout
   uint32_t start[kMaxSpliceOps] = {}, end[kMaxSpliceOps] = {};
   bson_value_t arith[kMaxSpliceOps];
   uint32_t version_at = 0;
-  size_t open = n;  // the op whose element's end is the next element's start
-  bson_iter_t it;
-  if (!bson_iter_init(&it, doc)) return false;
-  while (bson_iter_next(&it)) {
-    const uint32_t at = bson_iter_offset(&it);
-    if (open != n) {
-      end[open] = at;
-      open = n;
-    }
-    const uint32_t key_len = bson_iter_key_len(&it);
-    if ((lengths & length_bit(key_len)) == 0) continue;
-    const std::string_view key(bson_iter_key(&it), key_len);
+  // The document is a stored one, valid BSON: its top level is read by its
+  // bytes (ReadRawElement), and anything that reader stops at goes to
+  // ApplyTree.
+  const uint8_t* data = bson_get_data(doc);
+  RawElement e;
+  for (uint32_t at = 4;; at = e.end) {
+    const RawRead r = ReadRawElement(data, doc->len, at, &e);
+    if (r == RawRead::kEnd) break;
+    if (r == RawRead::kStop) return false;
+    if ((lengths & length_bit(e.key.size())) == 0) continue;
     for (size_t i = 0; i < n; ++i) {
-      if (top_level_fields_[i] != key) continue;
+      if (top_level_fields_[i] != e.key) continue;
       if (start[i] != 0) return false;  // there twice: ApplyTree decides
-      start[i] = at;
-      open = i;
+      start[i] = e.start;
+      end[i] = e.end;
       const Op& op = *ops_[i];
-      if (op.type != OpType::kSet && !internal::ArithResult(op, *bson_iter_value(&it), &arith[i])) return false;
+      if (op.type != OpType::kSet) {
+        bson_iter_t it;
+        if (!bson_iter_init_from_data_at_offset(&it, data, doc->len, e.start, static_cast<uint32_t>(e.key.size())) ||
+            !internal::ArithResult(op, *bson_iter_value(&it), &arith[i])) {
+          return false;
+        }
+      }
       break;
     }
-    if (key == version_field_) {
+    if (e.key == version_field_) {
       if (version_at != 0) return false;
-      version_at = at;
+      version_at = e.start;
     }
   }
-  if (open != n) end[open] = doc->len - 1;
 
   // The ops in document order, and the new length.
   size_t order[kMaxSpliceOps];

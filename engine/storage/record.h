@@ -49,22 +49,18 @@ void EncodeRecordWith(int64_t version, const WriteWriter& write_writer, const Wr
   out->reserve(kRecordHeaderSize + 4 + 256 + doc->len);
   out->push_back(static_cast<char>(kRecordFormatV2));
   PutFixed64BE(out, static_cast<uint64_t>(version));
-  const size_t wlen_at = out->size();
-  PutFixed32BE(out, 0);
-  uint32_t wlen = 0;
-  {
+  // A block: its uint32 BE length, then the document `write` fills.
+  auto block = [out](const auto& write, uint32_t* len) {
+    const size_t len_at = out->size();
+    PutFixed32BE(out, 0);
     BsonWriter w(out, 128);
-    write_writer(&w);
-    wlen = w.Finish();
-  }
-  const size_t flen_at = out->size();
-  PutFixed32BE(out, 0);
-  uint32_t flen = 0;
-  {
-    BsonWriter w(out, 128);
-    write_table(&w);
-    flen = w.Finish();
-  }
+    write(&w);
+    *len = w.Finish();
+    return len_at;
+  };
+  uint32_t wlen = 0, flen = 0;
+  const size_t wlen_at = block(write_writer, &wlen);
+  const size_t flen_at = block(write_table, &flen);
   if (flen == 5) {  // {}: no table
     out->resize(flen_at + 4);
     flen = 0;

@@ -128,5 +128,22 @@ KilledChild RunAndKill(const std::function<void(int fd)>& child, int64_t warm_up
   return out;
 }
 
+Document EveryJsonType() {
+  return Json(R"json({
+    "double": 1.5, "string": "s", "doc": {"a": 1, "b": [1, {"c": 2}]}, "array": [1, "two"],
+    "binary": {"$binary": {"base64": "AQID", "subType": "04"}},
+    "old": {"$binary": {"base64": "AQID", "subType": "02"}},
+    "undefined": {"$undefined": true},
+    "oid": {"$oid": "0123456789abcdef01234567"}, "bool": true,
+    "date": {"$date": {"$numberLong": "-5"}}, "null": null,
+    "regex": {"$regularExpression": {"pattern": "^a.c$", "options": "imx"}},
+    "dbpointer": {"$dbPointer": {"$ref": "c", "$id": {"$oid": "0123456789abcdef01234567"}}},
+    "code": {"$code": "f()"}, "symbol": {"$symbol": "sym"},
+    "codews": {"$code": "g()", "$scope": {"x": 1}},
+    "int32": 7, "timestamp": {"$timestamp": {"t": 5, "i": 6}},
+    "int64": {"$numberLong": "9000000000"}, "decimal": {"$numberDecimal": "1.25"},
+    "min": {"$minKey": 1}, "max": {"$maxKey": 1}, "": "empty key"})json");
+}
+
 }  // namespace test
 }  // namespace gatedb

@@ -58,6 +58,12 @@ std::vector<uint32_t> TopLevelOffsets(const bson_t* doc, const std::vector<std::
 // Relaxed Extended JSON of a bson_t, for assertions.
 std::string ToJson(const bson_t* b);
 
+// A document holding one field of every type Extended JSON can spell (the
+// old binary subtype too, nested documents and arrays, an empty key): 23
+// top-level fields.
+Document EveryJsonType();
+constexpr size_t kEveryJsonTypeFields = 23;
+
 // A fresh empty directory under the test temp dir, removed by the destructor.
 class TempDir {
  public:

@@ -86,22 +86,10 @@ TEST(BsonWriterTest, WritesWhatLibbsonWrites) {
 // Value() writes every type as AppendValueVerbatim does (the write path's
 // own encoding of stored values), the rarer ones included.
 TEST(BsonWriterTest, ValueOfEveryTypeMatchesAppendValueVerbatim) {
-  Document all = test::Json(R"json({
-    "double": 1.5, "string": "s", "doc": {"a": 1}, "array": [1, 2],
-    "binary": {"$binary": {"base64": "AQID", "subType": "04"}},
-    "undefined": {"$undefined": true},
-    "oid": {"$oid": "0123456789abcdef01234567"}, "bool": true,
-    "date": {"$date": {"$numberLong": "-5"}}, "null": null,
-    "regex": {"$regularExpression": {"pattern": "^a.c$", "options": "imx"}},
-    "dbpointer": {"$dbPointer": {"$ref": "c", "$id": {"$oid": "0123456789abcdef01234567"}}},
-    "code": {"$code": "f()"}, "symbol": {"$symbol": "sym"},
-    "codews": {"$code": "g()", "$scope": {"x": 1}},
-    "int32": 7, "timestamp": {"$timestamp": {"t": 5, "i": 6}},
-    "int64": {"$numberLong": "9000000000"}, "decimal": {"$numberDecimal": "1.25"},
-    "min": {"$minKey": 1}, "max": {"$maxKey": 1}})json");
+  Document all = test::EveryJsonType();
   bson_iter_t it;
   ASSERT_TRUE(bson_iter_init(&it, all.bson()));
-  int seen = 0;
+  size_t seen = 0;
   while (bson_iter_next(&it)) {
     const char* key = bson_iter_key(&it);
     SCOPED_TRACE(key);
@@ -115,7 +103,7 @@ TEST(BsonWriterTest, ValueOfEveryTypeMatchesAppendValueVerbatim) {
     bson_destroy(&want);
     ++seen;
   }
-  EXPECT_EQ(21, seen);  // every type Extended JSON can spell
+  EXPECT_EQ(test::kEveryJsonTypeFields, seen);
 }
 
 // A document far larger than the writer was told to expect: the string

@@ -9,22 +9,6 @@
 namespace gatedb {
 namespace {
 
-// Every type Extended JSON can spell, and a nested document and array.
-constexpr const char* kAllTypes = R"json({
-    "double": 1.5, "string": "s", "doc": {"a": 1, "b": [1, {"c": 2}]}, "array": [1, "two"],
-    "binary": {"$binary": {"base64": "AQID", "subType": "04"}},
-    "old": {"$binary": {"base64": "AQID", "subType": "02"}},
-    "undefined": {"$undefined": true},
-    "oid": {"$oid": "0123456789abcdef01234567"}, "bool": true,
-    "date": {"$date": {"$numberLong": "-5"}}, "null": null,
-    "regex": {"$regularExpression": {"pattern": "^a.c$", "options": "imx"}},
-    "dbpointer": {"$dbPointer": {"$ref": "c", "$id": {"$oid": "0123456789abcdef01234567"}}},
-    "code": {"$code": "f()"}, "symbol": {"$symbol": "sym"},
-    "codews": {"$code": "g()", "$scope": {"x": 1}},
-    "int32": 7, "timestamp": {"$timestamp": {"t": 5, "i": 6}},
-    "int64": {"$numberLong": "9000000000"}, "decimal": {"$numberDecimal": "1.25"},
-    "min": {"$minKey": 1}, "max": {"$maxKey": 1}, "": "empty key"})json";
-
 // The walk libbson's iterator makes: (type, key, start, end) per element.
 std::vector<std::string> IterWalk(const bson_t* doc) {
   std::vector<std::string> out;
@@ -54,12 +38,12 @@ std::vector<std::string> RawWalk(const bson_t* doc, RawRead* last) {
 }
 
 TEST(RawElementTest, WalksTheTopLevelAsLibbsonsIteratorDoes) {
-  Document doc = test::Json(kAllTypes);
+  Document doc = test::EveryJsonType();
   RawRead last;
   const std::vector<std::string> raw = RawWalk(doc.bson(), &last);
   EXPECT_EQ(RawRead::kEnd, last);
   EXPECT_EQ(IterWalk(doc.bson()), raw);
-  EXPECT_EQ(23u, raw.size());
+  EXPECT_EQ(test::kEveryJsonTypeFields, raw.size());
 
   Document empty = test::Json("{}");
   EXPECT_TRUE(RawWalk(empty.bson(), &last).empty());
@@ -100,7 +84,7 @@ TEST(RawElementTest, StopsAtWhatItCannotMeasureInsideTheDocument) {
 // Corrupted copies of a valid document: whatever the reader accepts lies
 // inside the document (an out-of-bounds read shows under ASan).
 TEST(RawElementTest, CorruptBytesNeverTakeItOutsideTheDocument) {
-  Document doc = test::Json(kAllTypes);
+  Document doc = test::EveryJsonType();
   const std::string original(reinterpret_cast<const char*>(bson_get_data(doc.bson())), doc.bson()->len);
   std::mt19937 rng(7);
   for (int round = 0; round < 2000; ++round) {

@@ -161,7 +161,7 @@ class BsonSink {
 // whole sequence.
 class HashSink {
  public:
-  HashSink() { buffer_.reserve(512); }  // most requests: one allocation
+  HashSink() = default;
   ~HashSink() {
     if (state_ != nullptr) XXH3_freeState(state_);
   }
@@ -172,9 +172,9 @@ class HashSink {
     Append(it->raw + it->d1, it->next_off - it->d1);
   }
   void Begin(std::string_view key, bool is_array) { Header(is_array ? BSON_TYPE_ARRAY : BSON_TYPE_DOCUMENT, key); }
-  void End() { buffer_.push_back('\0'); }
+  void End() { Byte('\0'); }
   XXH128_hash_t Digest() {
-    if (state_ == nullptr) return XXH3_128bits(buffer_.data(), buffer_.size());
+    if (state_ == nullptr) return XXH3_128bits(buffer_, len_);
     Flush();
     return XXH3_128bits_digest(state_);
   }
@@ -183,11 +183,13 @@ class HashSink {
   // from typed values instead of a command's BSON.
   void Bool(std::string_view key, bool v) {
     Header(BSON_TYPE_BOOL, key);
-    buffer_.push_back(v ? '\1' : '\0');
+    Byte(v ? '\1' : '\0');
   }
   void Int64(std::string_view key, int64_t v) {
     Header(BSON_TYPE_INT64, key);
-    PutFixed64BE(&buffer_, static_cast<uint64_t>(v));
+    char be[8];
+    EncodeFixed64BE(be, static_cast<uint64_t>(v));
+    Append(be, sizeof be);
   }
   void Utf8(std::string_view key, std::string_view v) {
     Header(BSON_TYPE_UTF8, key);
@@ -211,19 +213,24 @@ class HashSink {
   static constexpr size_t kBufferBytes = 4096;
 
   void Header(bson_type_t type, std::string_view key) {
-    buffer_.push_back(static_cast<char>(type));
+    Byte(static_cast<char>(type));
     Append(key.data(), key.size());
     End();
   }
+  void Byte(char c) {
+    if (len_ == kBufferBytes) Flush();
+    buffer_[len_++] = c;
+  }
   void Append(const void* data, size_t n) {
-    if (buffer_.size() + n > kBufferBytes) {
+    if (len_ + n > kBufferBytes) {
       Flush();
       if (n > kBufferBytes) {
         XXH3_128bits_update(state_, data, n);
         return;
       }
     }
-    buffer_.append(static_cast<const char*>(data), n);
+    std::memcpy(buffer_ + len_, data, n);
+    len_ += n;
   }
   // Hands the buffer to the streaming state (made on first use).
   void Flush() {
@@ -231,11 +238,14 @@ class HashSink {
       state_ = XXH3_createState();  // opaque in the shared library's API: allocated by it
       XXH3_128bits_reset(state_);
     }
-    XXH3_128bits_update(state_, buffer_.data(), buffer_.size());
-    buffer_.clear();
+    XXH3_128bits_update(state_, buffer_, len_);
+    len_ = 0;
   }
 
-  std::string buffer_;
+  // The stream's bytes not yet hashed: most requests fit whole, and are
+  // hashed with one call.
+  char buffer_[kBufferBytes];
+  size_t len_ = 0;
   XXH3_state_t* state_ = nullptr;
 };
 

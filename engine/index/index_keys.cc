@@ -150,6 +150,16 @@ Status GenerateKeys(const IndexSpec& spec, const bson_t* doc, std::vector<IndexK
     }
     if (!any) return Status::OK();
   }
+  if (spec.fields.size() == 1) {
+    // One field holding no array (the common index): its one key, built
+    // without the product below.
+    IndexKey key;
+    if (TopLevelScalar(doc, spec.fields[0].parts, &key.values)) {
+      AppendComponent(key.values[0], spec.fields[0].descending, &key.body);
+      out->push_back(std::move(key));
+      return Status::OK();
+    }
+  }
   // Each field's values; at most one distinct array may be expanded.
   std::vector<std::vector<projection::BsonValue>> values(spec.fields.size());
   size_t array_field = spec.fields.size();

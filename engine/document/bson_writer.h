@@ -102,6 +102,9 @@ class BsonWriter {
   // it.  Returns the document's length.
   uint32_t Finish();
 
+  // Where in *out the next element will start.
+  size_t offset() const { return pos_; }
+
   // The key of array element `i`, in `buf` (at least 16 bytes).
   static std::string_view ArrayKey(uint32_t i, char* buf);
 

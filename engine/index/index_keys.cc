@@ -150,9 +150,10 @@ Status GenerateKeys(const IndexSpec& spec, const bson_t* doc, std::vector<IndexK
     }
     if (!any) return Status::OK();
   }
-  if (spec.fields.size() == 1) {
+  const bool single = spec.fields.size() == 1;
+  if (single) {
     // One field holding no array (the common index): its one key, built
-    // without the product below.
+    // without the product below (which then need not look again).
     IndexKey key;
     if (TopLevelScalar(doc, spec.fields[0].parts, &key.values)) {
       AppendComponent(key.values[0], spec.fields[0].descending, &key.body);
@@ -166,7 +167,7 @@ Status GenerateKeys(const IndexSpec& spec, const bson_t* doc, std::vector<IndexK
   size_t array_depth = 0;
   for (size_t i = 0; i < spec.fields.size(); ++i) {
     const IndexField& f = spec.fields[i];
-    if (TopLevelScalar(doc, f.parts, &values[i])) continue;
+    if (!single && TopLevelScalar(doc, f.parts, &values[i])) continue;
     size_t depth = FirstArrayDepth(doc, f.parts);
     if (depth != 0) {
       *multikey = true;

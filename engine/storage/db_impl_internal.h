@@ -134,7 +134,8 @@ struct RefusalDetail {
 // A journal event built during a write, numbered at commit.  Either a
 // document (`event`), whose journal value CommitWithEvents encodes before
 // its lock, or, for a write's own event, the value itself (`prepared`:
-// wal::Journal::BeginWriterValue, then EncodeWriteEvent).
+// wal::Journal::BeginWriterValue, then EncodeWriteEvent, which also names
+// the write's snapshot transaction).
 struct PendingEvent {
   Document event;
   std::string doc_key;

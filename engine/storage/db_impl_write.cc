@@ -22,7 +22,6 @@
 #include "engine/storage/write_events.h"
 #include "engine/update/update_driver.h"
 #include "wal/journal.h"
-#include "wal/journal_format.h"
 
 namespace gatedb {
 
@@ -44,14 +43,16 @@ Status DuplicateKeyError(const Namespace& ns, const bson_value_t& id) {
                 std::make_shared<const Document>(Document::Adopt(ei)));
 }
 
-// A write's own journal event, encoded into its value here (EncodeWriteEvent's
-// arguments follow the document key).
+// A write's own journal event, encoded into its value here, named after the
+// write's snapshot transaction if it is in one (EncodeWriteEvent's other
+// arguments follow the document key and the write's options).
 template <typename... EventArgs>
-PendingEvent WriterEvent(std::string doc_key, EventArgs&&... args) {
+PendingEvent WriterEvent(std::string doc_key, const WriteOptionsInternal& w, EventArgs&&... args) {
   PendingEvent ev;
   ev.doc_key = std::move(doc_key);
   wal::Journal::BeginWriterValue(ev.doc_key, &ev.value);
-  EncodeWriteEvent(&ev.value, std::forward<EventArgs>(args)...);
+  EncodeWriteEvent(&ev.value, w.scope != nullptr ? std::string_view(w.scope->txn_id) : std::string_view(),
+                   std::forward<EventArgs>(args)...);
   ev.prepared = true;
   return ev;
 }
@@ -459,17 +460,7 @@ Status DBImpl::CommitScope(WriteScope* scope, const std::string* idem_key, const
   if (!scope->txn_id.empty()) {
     // Every event of a transaction names it.
     for (PendingEvent& e : scope->events) {
-      if (e.prepared) {
-        // Back to a document, which takes the name; encoded again at commit.
-        std::string_view doc_key, bson;
-        bson_t view;
-        if (!wal::DecodeEventValue(e.value, &doc_key, &bson) ||
-            !bson_init_static(&view, reinterpret_cast<const uint8_t*>(bson.data()), bson.size())) {
-          return Status(ErrorCode::kInternalError, "a prepared journal event does not decode");
-        }
-        e.event = Document::Copy(&view);
-        e.prepared = false;
-      }
+      if (e.prepared) continue;  // a write's own event: named when encoded (WriterEvent)
       bson_t* with = bson_copy(e.event.bson());
       BSON_APPEND_UTF8(with, "txn", scope->txn_id.c_str());
       e.event = Document::Adopt(with);
@@ -709,7 +700,7 @@ StatusOr<InsertResult> DBImpl::InsertWith(const InsertRequest& req, const WriteO
         }
         continue;
       }
-      events.push_back(WriterEvent(std::move(key), "insert", info.ns.full(), id, std::nullopt, 0, w.context, paths,
+      events.push_back(WriterEvent(std::move(key), w, "insert", info.ns.full(), id, std::nullopt, 0, w.context, paths,
                                    WriteGate(), now, nullptr, doc.bson()));
       pending.emplace_back(i, Value(id));
     }
@@ -842,7 +833,7 @@ Status DBImpl::StageUpdate(const Collection& coll, const CollectionOptions& opts
   bson_value_t id;
   GetId(applied->next.bson(), &id);
   KnownFields known{&driver.top_level_fields(), &layout.after};
-  events->push_back(WriterEvent(key, driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id,
+  events->push_back(WriterEvent(key, w, driver.is_replacement() ? "replace" : "update", coll.info.ns.full(), id,
                                 rec.version, version, w.context, applied->paths, gate, now,
                                 merged ? ConflictModeName(opts.conflict_policy.mode) : nullptr, applied->next.bson(),
                                 layout.known ? &known : nullptr));
@@ -961,7 +952,7 @@ Status DBImpl::UpsertDocument(const Collection& coll, const bson_t* query, const
     EncodeRecord(0, writer.bson(), doc.bson(), &record);
     RETURN_IF_ERROR(FromRocks(txn->PutUntracked(docs_cf_, key, record)));  // locked by GetForUpdate
     std::vector<PendingEvent> events;
-    events.push_back(WriterEvent(key, "insert", coll.info.ns.full(), id, std::nullopt, 0, w.context, paths,
+    events.push_back(WriterEvent(key, w, "insert", coll.info.ns.full(), id, std::nullopt, 0, w.context, paths,
                                  WriteGate(), now, nullptr, doc.bson()));
     return FinishWrite(w, txn, &events);
   }));
@@ -999,7 +990,7 @@ Status DBImpl::DeleteDocument(const Collection& coll, const std::string& key, co
     bson_value_t id;
     GetId(&rec.doc, &id);
     std::vector<PendingEvent> events;
-    events.push_back(WriterEvent(key, "delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context,
+    events.push_back(WriterEvent(key, w, "delete", coll.info.ns.full(), id, rec.version, std::nullopt, w.context,
                                  std::vector<std::string>(), gate, NowMs()));
     RETURN_IF_ERROR(FinishWrite(w, txn, &events));
     out->matched = true;

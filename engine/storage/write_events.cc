@@ -9,6 +9,7 @@
 #include "engine/document/bson_compare.h"
 #include "engine/document/bson_writer.h"
 #include "engine/document/element_at.h"
+#include "engine/document/raw_element.h"
 
 namespace gatedb {
 
@@ -131,12 +132,9 @@ bool VersionEqualityOperand(bson_iter_t* it, int64_t* expected) {
 // Finds the dotted `path` in `after` as bson_iter_find_descendant does from
 // its start; its first component is read where `known` says, when it names
 // it.
-// *top: whether it is a top-level element of `after` (the path has no dot).
-bool FindChanged(const bson_t* after, const std::string& path, const KnownFields* known, bson_iter_t* out,
-                 bool* top) {
+bool FindChanged(const bson_t* after, const std::string& path, const KnownFields* known, bson_iter_t* out) {
   const size_t dot = path.find('.');
   const size_t first_len = dot == std::string::npos ? path.size() : dot;
-  *top = dot == std::string::npos;
   if (known != nullptr) {
     const std::vector<std::string>& names = *known->names;
     for (size_t i = 0; i < names.size(); ++i) {
@@ -158,13 +156,16 @@ bool FindChanged(const bson_t* after, const std::string& path, const KnownFields
   return bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), out);
 }
 
-// The bytes of the element `it` is on (a top-level one of `doc`): its type
-// byte, key and value.
-void CopyElement(const bson_t* doc, const bson_iter_t& it, BsonWriter* w) {
-  bson_iter_t next = it;
-  const uint32_t start = bson_iter_offset(const_cast<bson_iter_t*>(&it));
-  const uint32_t end = bson_iter_next(&next) ? bson_iter_offset(&next) : doc->len - 1;
-  w->Element(bson_get_data(doc) + start, end - start);
+// The element `it` is on, a top-level one of `doc` (the store's new
+// document) named `path`: its bytes copied whole, or its value written
+// anew where the raw reader does not measure it.
+void CopyElement(const bson_t* doc, bson_iter_t* it, const std::string& path, BsonWriter* w) {
+  RawElement e;
+  if (ReadRawElement(bson_get_data(doc), doc->len, bson_iter_offset(it), &e) == RawRead::kElement) {
+    w->Element(bson_get_data(doc) + e.start, e.end - e.start);
+  } else {
+    w->Value(path, *bson_iter_value(it));
+  }
 }
 
 void WriteChange(const char* op, const bson_t* after, const std::vector<std::string>& changed_paths,
@@ -177,8 +178,7 @@ void WriteChange(const char* op, const bson_t* after, const std::vector<std::str
   std::vector<std::string> gone;
   for (const std::string& path : changed_paths) {
     bson_iter_t f;
-    bool top = false;
-    const bool found = FindChanged(after, path, known, &f, &top);
+    const bool found = FindChanged(after, path, known, &f);
 #ifndef NDEBUG
     bson_iter_t it, searched;
     const bool was_found = bson_iter_init(&it, after) && bson_iter_find_descendant(&it, path.c_str(), &searched);
@@ -187,8 +187,8 @@ void WriteChange(const char* op, const bson_t* after, const std::vector<std::str
 #endif
     if (!found) {
       gone.push_back(path);
-    } else if (top) {
-      CopyElement(after, f, w);  // its key is the path
+    } else if (path.find('.') == std::string::npos) {
+      CopyElement(after, &f, path, w);  // its key is the path
     } else {
       w->Value(path, *bson_iter_value(&f));
     }
@@ -202,7 +202,7 @@ const char* SuggestedAction(ErrorCode) { return "reread_and_retry"; }
 
 }  // namespace
 
-void EncodeWriteEvent(std::string* out, const char* op, std::string_view ns, const bson_value_t& id,
+void EncodeWriteEvent(std::string* out, std::string_view txn, const char* op, std::string_view ns, const bson_value_t& id,
                       std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                       const WriteContext& ctx, const std::vector<std::string>& changed_paths,
                       const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after,
@@ -231,6 +231,7 @@ void EncodeWriteEvent(std::string* out, const char* op, std::string_view ns, con
     w.Utf8("policy", merged_by);
   }
   if (after != nullptr) WriteChange(op, after, changed_paths, known, &w);
+  if (!txn.empty()) w.Utf8("txn", txn);
   w.Finish();
 }
 
@@ -240,7 +241,7 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
                          const WriteGate& gate, int64_t now_ms, const char* merged_by, const bson_t* after,
                          const KnownFields* known) {
   std::string bytes;
-  EncodeWriteEvent(&bytes, op, ns, id, version_before, version_after, ctx, changed_paths, gate, now_ms, merged_by,
+  EncodeWriteEvent(&bytes, std::string_view(), op, ns, id, version_before, version_after, ctx, changed_paths, gate, now_ms, merged_by,
                    after, known);
   bson_t view;
   bson_init_static(&view, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());

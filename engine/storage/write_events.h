@@ -60,8 +60,10 @@ Document BuildWriteEvent(const char* op, const std::string& ns, const bson_value
                          const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,
                          const bson_t* after = nullptr, const KnownFields* known = nullptr);
 // The same event's BSON bytes, appended to *out (the write path writes them
-// straight after its journal value's header: wal::Journal::BeginWriterValue).
-void EncodeWriteEvent(std::string* out, const char* op, std::string_view ns, const bson_value_t& id,
+// straight after its journal value's header: wal::Journal::BeginWriterValue),
+// ending with {txn: <txn>} for a write of a snapshot transaction (`txn` not
+// empty), as DBImpl::CommitScope names every event of one.
+void EncodeWriteEvent(std::string* out, std::string_view txn, const char* op, std::string_view ns, const bson_value_t& id,
                       std::optional<int64_t> version_before, std::optional<int64_t> version_after,
                       const WriteContext& ctx, const std::vector<std::string>& changed_paths,
                       const WriteGate& gate, int64_t now_ms, const char* merged_by = nullptr,

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/document/bson_compare.h"
+#include "engine/document/bson_writer.h"
 #include "engine/document/raw_element.h"
 #include "engine/document/validate.h"
 #include "engine/update/update_internal.h"
@@ -597,6 +598,10 @@ Status UpdateDriver::ApplyReplacement(const bson_t* doc, const ApplyContext& ctx
 
 namespace {
 
+// A name length as one bit of a mask (lengths past 63 share the last), so
+// that a walk passes over most names on their length alone.
+uint64_t LengthBit(size_t len) { return uint64_t{1} << std::min<size_t>(len, 63); }
+
 // Notes in offsets[i] where names[i] lies among the root's children, child
 // k at offset_of(k) (0: not there), and in *extra_offset where *extra does
 // (when given).  False when a name is there twice.
@@ -605,14 +610,13 @@ bool NoteOffsets(const std::vector<internal::MChild>& children, const std::vecto
                  const std::string* extra, const OffsetOf& offset_of, std::vector<uint32_t>* offsets,
                  uint32_t* extra_offset) {
   // Most children are passed over on their name's length alone.
-  auto length_bit = [](size_t len) { return uint64_t{1} << std::min<size_t>(len, 63); };
   uint64_t lengths = 0;
-  for (const std::string& name : names) lengths |= length_bit(name.size());
-  if (extra != nullptr) lengths |= length_bit(extra->size());
+  for (const std::string& name : names) lengths |= LengthBit(name.size());
+  if (extra != nullptr) lengths |= LengthBit(extra->size());
   offsets->assign(names.size(), 0);
   for (size_t k = 0; k < children.size(); ++k) {
     const std::string_view name = children[k].name;
-    if ((lengths & length_bit(name.size())) == 0) continue;
+    if ((lengths & LengthBit(name.size())) == 0) continue;
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] != name) continue;
       if ((*offsets)[i] != 0) return false;
@@ -634,36 +638,6 @@ namespace {
 // stack.
 constexpr size_t kMaxSpliceOps = 8;
 
-// The little-endian bytes of a number value (int32, int64, double,
-// decimal128) into buf; their count.
-size_t EncodeNumber(const bson_value_t& v, uint8_t* buf) {
-  switch (v.value_type) {
-    case BSON_TYPE_INT32: {
-      const uint32_t x = BSON_UINT32_TO_LE(static_cast<uint32_t>(v.value.v_int32));
-      std::memcpy(buf, &x, 4);
-      return 4;
-    }
-    case BSON_TYPE_INT64: {
-      const uint64_t x = BSON_UINT64_TO_LE(static_cast<uint64_t>(v.value.v_int64));
-      std::memcpy(buf, &x, 8);
-      return 8;
-    }
-    case BSON_TYPE_DOUBLE: {
-      const double x = BSON_DOUBLE_TO_LE(v.value.v_double);
-      std::memcpy(buf, &x, 8);
-      return 8;
-    }
-    case BSON_TYPE_DECIMAL128: {
-      const uint64_t low = BSON_UINT64_TO_LE(v.value.v_decimal128.low);
-      const uint64_t high = BSON_UINT64_TO_LE(v.value.v_decimal128.high);
-      std::memcpy(buf, &low, 8);
-      std::memcpy(buf + 8, &high, 8);
-      return 16;
-    }
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 void UpdateDriver::PlanSplice() {
@@ -672,7 +646,6 @@ void UpdateDriver::PlanSplice() {
       top_level_fields_.size() != ops_.size()) {
     return;
   }
-  std::vector<std::string> values(ops_.size());
   for (size_t i = 0; i < ops_.size(); ++i) {
     const Op& op = *ops_[i];
     if (op.parts.size() != 1 || op.parts[0] != top_level_fields_[i]) return;
@@ -680,23 +653,15 @@ void UpdateDriver::PlanSplice() {
     if (op.type != OpType::kSet) return;
     // ApplyTree refuses a value that would nest too deep (Overflow).
     if (!internal::DepthWithin(op.operand, 2)) return;
-    // The value's bytes as ApplyTree writes them: {size, type, "" 0, value, 0}.
-    bson_t one = BSON_INITIALIZER;
-    const bool appended = AppendValueVerbatim(&one, "", 0, &op.operand);
-    if (appended) values[i].assign(reinterpret_cast<const char*>(bson_get_data(&one)) + 6, one.len - 7);
-    bson_destroy(&one);
-    if (!appended) return;
   }
-  splice_values_ = std::move(values);
   spliceable_ = true;
 }
 
 bool UpdateDriver::TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout) const {
   const size_t n = ops_.size();
   if (out->len != 5) return false;
-  auto length_bit = [](size_t len) { return uint64_t{1} << std::min<size_t>(len, 63); };
-  uint64_t lengths = length_bit(version_field_.size());
-  for (const std::string& name : top_level_fields_) lengths |= length_bit(name.size());
+  uint64_t lengths = LengthBit(version_field_.size());
+  for (const std::string& name : top_level_fields_) lengths |= LengthBit(name.size());
 
   // One pass over the top level: where each op's element starts and ends,
   // the arithmetic results, where the version field is.
@@ -712,7 +677,7 @@ bool UpdateDriver::TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout
     const RawRead r = ReadRawElement(data, doc->len, at, &e);
     if (r == RawRead::kEnd) break;
     if (r == RawRead::kStop) return false;
-    if ((lengths & length_bit(e.key.size())) == 0) continue;
+    if ((lengths & LengthBit(e.key.size())) == 0) continue;
     for (size_t i = 0; i < n; ++i) {
       if (top_level_fields_[i] != e.key) continue;
       if (start[i] != 0) return false;  // there twice: ApplyTree decides
@@ -734,27 +699,37 @@ bool UpdateDriver::TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout
     }
   }
 
-  // The ops in document order, and the new length.
+  // The ops in document order.
   size_t order[kMaxSpliceOps];
-  uint8_t numbers[kMaxSpliceOps][16];
-  size_t number_len[kMaxSpliceOps] = {};
-  int64_t total = doc->len;
   for (size_t i = 0; i < n; ++i) {
     if (start[i] == 0) return false;  // missing: ApplyTree adds it in its place
-    if (ops_[i]->type != OpType::kSet) number_len[i] = EncodeNumber(arith[i], numbers[i]);
-    const size_t value_len = ops_[i]->type == OpType::kSet ? splice_values_[i].size() : number_len[i];
-    total += static_cast<int64_t>(2 + top_level_fields_[i].size() + value_len) - (end[i] - start[i]);
     size_t k = i;
     for (; k > 0 && start[order[k - 1]] > start[i]; --k) order[k] = order[k - 1];
     order[k] = i;
+  }
+  // Their new elements, in that order, written as ApplyTree writes them:
+  // element j is fresh[fresh_at[j], fresh_at[j + 1]).
+  std::string fresh;
+  size_t fresh_at[kMaxSpliceOps + 1];
+  {
+    BsonWriter w(&fresh, 64);
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = order[j];
+      fresh_at[j] = w.offset();
+      w.Value(top_level_fields_[i], ops_[i]->type == OpType::kSet ? ops_[i]->operand : arith[i]);
+    }
+    fresh_at[n] = w.offset();
+    w.Finish();
+  }
+  int64_t total = doc->len;
+  for (size_t j = 0; j < n; ++j) {
+    total += static_cast<int64_t>(fresh_at[j + 1] - fresh_at[j]) - (end[order[j]] - start[order[j]]);
   }
   if (total > INT32_MAX) return false;
   uint8_t* dst = bson_reserve_buffer(out, static_cast<uint32_t>(total));
   if (dst == nullptr) return false;
 
-  const uint8_t* src = bson_get_data(doc);
-  const uint32_t len = static_cast<uint32_t>(total);
-  const uint32_t len_le = BSON_UINT32_TO_LE(len);
+  const uint32_t len_le = BSON_UINT32_TO_LE(static_cast<uint32_t>(total));
   std::memcpy(dst, &len_le, 4);
   if (layout != nullptr) {
     layout->before.assign(start, start + n);
@@ -764,26 +739,16 @@ bool UpdateDriver::TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout
   size_t pos = 4, from = 4;
   for (size_t j = 0; j < n; ++j) {
     const size_t i = order[j];
-    std::memcpy(dst + pos, src + from, start[i] - from);
+    std::memcpy(dst + pos, data + from, start[i] - from);
     pos += start[i] - from;
-    const size_t element_at = pos;
     if (layout != nullptr) layout->after[i] = static_cast<uint32_t>(pos);
-    const Op& op = *ops_[i];
-    dst[pos] = static_cast<uint8_t>(op.type == OpType::kSet ? op.operand.value_type : arith[i].value_type);
-    const size_t name_len = top_level_fields_[i].size() + 1;  // with its NUL
-    std::memcpy(dst + pos + 1, src + start[i] + 1, name_len);
-    pos += 1 + name_len;
-    if (op.type == OpType::kSet) {
-      std::memcpy(dst + pos, splice_values_[i].data(), splice_values_[i].size());
-      pos += splice_values_[i].size();
-    } else {
-      std::memcpy(dst + pos, numbers[i], number_len[i]);
-      pos += number_len[i];
-    }
-    if (start[i] < version_at) version_shift += static_cast<int64_t>(pos - element_at) - (end[i] - start[i]);
+    const size_t element_len = fresh_at[j + 1] - fresh_at[j];
+    std::memcpy(dst + pos, fresh.data() + fresh_at[j], element_len);
+    pos += element_len;
+    if (start[i] < version_at) version_shift += static_cast<int64_t>(element_len) - (end[i] - start[i]);
     from = end[i];
   }
-  std::memcpy(dst + pos, src + from, doc->len - from);
+  std::memcpy(dst + pos, data + from, doc->len - from);
   if (layout != nullptr) {
     layout->version_after = version_at == 0 ? 0 : static_cast<uint32_t>(version_at + version_shift);
     layout->known = true;

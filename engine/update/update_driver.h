@@ -198,7 +198,7 @@ class UpdateDriver {
   // where ApplyTree must decide (a field missing or there twice, a value
   // $inc cannot add to, the version field there twice).
   bool TrySplice(const bson_t* doc, bson_t* out, FieldLayout* layout) const;
-  // Sets spliceable_ and splice_values_ once the ops are parsed.
+  // Sets spliceable_ once the ops are parsed.
   void PlanSplice();
 
   // Constant after construction.
@@ -219,7 +219,6 @@ class UpdateDriver {
   // update changes elements in place and never reorders or adds when the
   // fields exist.
   bool spliceable_ = false;
-  std::vector<std::string> splice_values_;  // per op: a $set's value bytes, as stored
 };
 
 }  // namespace update
